@@ -1,0 +1,12 @@
+#!/usr/bin/env node
+// The built CLI lives in dist/ (npm install runs `prepare`, which compiles engine/).
+import { main } from '../dist/pipeline.js';
+
+main(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code; },
+  (error) => {
+    const detail = process.env.PIPELINE_DEBUG && error && error.stack ? error.stack : String(error && error.message ? error.message : error);
+    process.stderr.write(`pipeline: internal error: ${detail}\n`);
+    process.exitCode = 1;
+  },
+);

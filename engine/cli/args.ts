@@ -1,0 +1,108 @@
+/**
+ * Command-line parsing on top of node:util `parseArgs`. Before parsing, every `--option` is
+ * checked against the command's options, so an unknown one is refused as `unknown option: --x`
+ * and is never taken as a positional argument or as another option's value.
+ */
+import { parseArgs } from 'node:util';
+import { didYouMean } from '../util/suggest.js';
+
+export interface OptionSpec {
+  type: 'string' | 'boolean';
+  multiple?: boolean;
+  short?: string;
+}
+
+export type OptionSpecs = Record<string, OptionSpec>;
+
+export class UsageError extends Error {
+  readonly hint: string | undefined;
+  constructor(message: string, hint?: string) {
+    super(message);
+    this.name = 'UsageError';
+    this.hint = hint;
+  }
+}
+
+/** Options every command accepts, before or after the command name. */
+export const GLOBAL_OPTIONS: OptionSpecs = {
+  dir: { type: 'string' },
+  store: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+export interface Parsed {
+  values: Record<string, string | boolean | string[] | undefined>;
+  positionals: string[];
+}
+
+function optionToken(token: string): { name: string; inlineValue: boolean } | undefined {
+  if (!token.startsWith('--') || token === '--') return undefined;
+  const eq = token.indexOf('=');
+  return { name: eq < 0 ? token.slice(2) : token.slice(2, eq), inlineValue: eq >= 0 };
+}
+
+/** Refuse unknown options and options missing their value, by name, before parseArgs sees them. */
+function precheck(tokens: readonly string[], specs: OptionSpecs): void {
+  const shorts = new Map(Object.entries(specs).flatMap(([name, spec]) => (spec.short ? [[spec.short, name] as const] : [])));
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    if (token === '--') return;
+    const option = optionToken(token);
+    if (option) {
+      const spec = specs[option.name];
+      if (!spec) throw new UsageError(`unknown option: --${option.name}`, didYouMean(option.name, Object.keys(specs))?.replace(/"(.*)"/, '"--$1"'));
+      if (spec.type === 'string' && !option.inlineValue) {
+        const next = tokens[i + 1];
+        if (next === undefined || (next.startsWith('-') && next !== '-')) {
+          if (next !== undefined && optionToken(next) && !specs[optionToken(next)!.name]) throw new UsageError(`unknown option: --${optionToken(next)!.name}`);
+          throw new UsageError(`--${option.name} needs a value`);
+        }
+        i++;
+      }
+      if (spec.type === 'boolean' && option.inlineValue) throw new UsageError(`--${option.name} takes no value`);
+      continue;
+    }
+    if (token.startsWith('-') && token !== '-' && !/^-\d/.test(token)) {
+      const letters = token.slice(1);
+      for (const letter of letters) if (!shorts.has(letter)) throw new UsageError(`unknown option: -${letter}`);
+    }
+  }
+}
+
+/** Parse `tokens` for a command that takes `specs` plus the global options. */
+export function parseCommandArgs(tokens: readonly string[], specs: OptionSpecs): Parsed {
+  const all = { ...GLOBAL_OPTIONS, ...specs };
+  precheck(tokens, all);
+  try {
+    const { values, positionals } = parseArgs({ args: [...tokens], options: all as never, strict: true, allowPositionals: true });
+    return { values: values as Parsed['values'], positionals };
+  } catch (error) {
+    throw new UsageError((error as Error).message.split('\n')[0]!.replace(/^Option '(--\S+).*argument missing/, '$1 needs a value'));
+  }
+}
+
+/** Split off the command name: the first token that is not a global option (or its value). */
+export function splitCommand(argv: readonly string[]): { command?: string; rest: string[] } {
+  const rest = [...argv];
+  for (let i = 0; i < rest.length; i++) {
+    const token = rest[i]!;
+    if (token === '--') break;
+    const option = optionToken(token);
+    if (option) {
+      if (GLOBAL_OPTIONS[option.name]?.type === 'string' && !option.inlineValue) i++;
+      continue;
+    }
+    if (token.startsWith('-') && token !== '-') continue;
+    rest.splice(i, 1);
+    return { command: token, rest };
+  }
+  return { rest };
+}
+
+export function positiveInteger(value: unknown, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const text = String(value);
+  if (!/^[0-9]+$/.test(text) || Number(text) < 1) throw new UsageError(`--${name} must be a whole number of 1 or more, got "${text}"`);
+  return Number(text);
+}

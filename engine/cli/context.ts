@@ -1,0 +1,66 @@
+/**
+ * What a command runs with: the output, the global options, and — loaded on demand — the
+ * pipeline, the store and the engine. Loading validates the whole configuration first, so an
+ * invalid configuration stops every command before anything is written.
+ */
+import path from 'node:path';
+import { loadPipeline, type Pipeline } from '../config/load.js';
+import { findPipelineDir } from '../config/read.js';
+import { Engine } from '../engine.js';
+import { FileStore } from '../store/file-store.js';
+import type { IdGenerator } from '../util/ids.js';
+import type { Clock } from '../util/time.js';
+import type { Parsed } from './args.js';
+import { Output, type Io } from './io.js';
+
+export interface Globals {
+  dir?: string;
+  store?: string;
+  json: boolean;
+}
+
+export interface Injected {
+  clock?: Clock;
+  ids?: IdGenerator;
+}
+
+export class Context {
+  readonly out: Output;
+  private engineCache: Engine | undefined;
+
+  constructor(
+    readonly io: Io,
+    readonly globals: Globals,
+    readonly parsed: Parsed,
+    private readonly injected: Injected = {},
+  ) {
+    this.out = new Output(io, { json: globals.json });
+  }
+
+  get json(): boolean {
+    return this.globals.json;
+  }
+
+  pipelineDir(): string {
+    return findPipelineDir(this.io.cwd, this.globals.dir);
+  }
+
+  /** --store, else PIPELINE_STORE (both relative to the working directory), else pipeline.yaml's store. */
+  storeDir(pipeline: Pipeline): string {
+    const explicit = this.globals.store ?? this.io.env['PIPELINE_STORE'];
+    return explicit ? path.resolve(this.io.cwd, explicit) : pipeline.storeDir;
+  }
+
+  async pipeline(): Promise<Pipeline> {
+    return (await this.engine()).pipeline;
+  }
+
+  async engine(): Promise<Engine> {
+    if (this.engineCache) return this.engineCache;
+    const pipeline = await loadPipeline(this.pipelineDir(), this.io.env);
+    for (const warning of pipeline.warnings) this.out.issue(warning);
+    const store = new FileStore({ dir: this.storeDir(pipeline), ledgers: pipeline.ledgers, keyField: pipeline.def.proposal.key });
+    this.engineCache = new Engine({ pipeline, store, ...(this.injected.clock ? { clock: this.injected.clock } : {}), ...(this.injected.ids ? { ids: this.injected.ids } : {}) });
+    return this.engineCache;
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * The `pipeline` command: parse, dispatch, and one top-level catch that turns every error into
+ * a message and an exit code (SPEC §7): 0 success, 1 refused / invalid / usage, 2 could not be
+ * judged, 130 interrupted.
+ */
+import { EXIT, isPipelineError } from '../errors.js';
+import { didYouMean } from '../util/suggest.js';
+import { parseCommandArgs, splitCommand, UsageError, GLOBAL_OPTIONS } from './args.js';
+import { BUILT_INS, type CommandSpec } from './commands.js';
+import { Context, type Injected } from './context.js';
+import { processIo, Output, type Io } from './io.js';
+import { helpText, versionText } from './help.js';
+import { reviewCommandSpec } from './review-commands.js';
+
+export async function main(argv: string[], io: Io = processIo(), injected: Injected = {}): Promise<number> {
+  const { command, rest } = splitCommand(argv);
+  const early = new Output(io, { json: argv.includes('--json') });
+  try {
+    if (command === undefined || command === 'help') {
+      if (command === undefined && rest.includes('--version')) {
+        early.line(versionText());
+        return EXIT.ok;
+      }
+      const target = command === 'help' ? rest.find((token) => !token.startsWith('-')) : undefined;
+      if (command === undefined && !rest.some((token) => token === '--help' || token === '-h') && rest.length > 0) {
+        const unknown = rest.find((token) => token.startsWith('-') && !(token.replace(/^--?/, '').split('=')[0]! in GLOBAL_OPTIONS));
+        if (unknown) throw new UsageError(`unknown option: ${unknown.split('=')[0]}`);
+        throw new UsageError('no command given');
+      }
+      early.line(await helpText(io, target));
+      return EXIT.ok;
+    }
+    const spec: CommandSpec | undefined = BUILT_INS.find((candidate) => candidate.name === command) ?? (await reviewCommandSpec(io, argv, command));
+    if (!spec) {
+      const hint = didYouMean(command, BUILT_INS.map((candidate) => candidate.name));
+      throw new UsageError(`unknown command: ${command}`, hint ?? 'run `pipeline help` for the list of commands');
+    }
+    let parsed;
+    try {
+      parsed = parseCommandArgs(rest, spec.options);
+    } catch (error) {
+      if (error instanceof UsageError) throw new UsageError(error.message, `usage: ${spec.usage}`);
+      throw error;
+    }
+    if (parsed.values['help']) {
+      early.line(await helpText(io, command));
+      return EXIT.ok;
+    }
+    const [min, max] = spec.positionals;
+    if (parsed.positionals.length < min) throw new UsageError(`${spec.name}: missing ${spec.positionalNames?.[parsed.positionals.length] ?? 'argument'}`, `usage: ${spec.usage}`);
+    if (parsed.positionals.length > max) throw new UsageError(`${spec.name}: unexpected argument "${parsed.positionals[max]}"`, `usage: ${spec.usage}`);
+    const context = new Context(
+      io,
+      {
+        ...(typeof parsed.values['dir'] === 'string' ? { dir: parsed.values['dir'] } : {}),
+        ...(typeof parsed.values['store'] === 'string' ? { store: parsed.values['store'] } : {}),
+        json: parsed.values['json'] === true,
+      },
+      parsed,
+      injected,
+    );
+    return await spec.run(context);
+  } catch (error) {
+    return report(early, error);
+  }
+}
+
+function report(out: Output, error: unknown): number {
+  if (error instanceof UsageError) {
+    out.error(error.message);
+    if (error.hint?.startsWith('usage: ')) out.note(error.hint);
+    else if (error.hint) out.note(`  hint: ${error.hint}`);
+    return EXIT.refused;
+  }
+  if (isPipelineError(error)) {
+    for (const issue of error.issues) out.issue(issue);
+    out.error(error.message, error.code === 'config.invalid' ? 'run `pipeline validate` to see this list again; nothing was written' : error.hint);
+    return error.exitCode;
+  }
+  throw error;
+}

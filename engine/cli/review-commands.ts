@@ -1,0 +1,75 @@
+/**
+ * Review commands (`confirm`, `pass`, …) are declared in the review stage's YAML; their options
+ * and usage lines are built from it. `pipeline run review` walks the queue over the same code.
+ */
+import { loadPipeline } from '../config/load.js';
+import { findPipelineDir } from '../config/read.js';
+import { isPipelineError } from '../errors.js';
+import { findReviewCommand, optionName, runReviewCommand, type ReviewCommand } from '../stages/review.js';
+import { listWords } from '../util/suggest.js';
+import type { OptionSpecs } from './args.js';
+import type { CommandSpec } from './commands.js';
+import type { Io } from './io.js';
+import { printOutcome } from './print.js';
+
+function globalValue(argv: readonly string[], name: string): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === `--${name}`) return argv[i + 1];
+    if (argv[i]!.startsWith(`--${name}=`)) return argv[i]!.slice(name.length + 3);
+  }
+  return undefined;
+}
+
+export function reviewUsage(command: ReviewCommand): string {
+  const required = new Set(command.def.required ?? []);
+  const parts = [`pipeline ${command.name} <id>`];
+  for (const [arg, schema] of Object.entries(command.def.args ?? {})) {
+    if (arg === command.def.positional) continue;
+    const values = Array.isArray(schema['enum']) ? (schema['enum'] as unknown[]).join('|') : 'TEXT';
+    const text = `${optionName(arg)} ${values}`;
+    parts.push(required.has(arg) ? text : `[${text}]`);
+  }
+  if (command.def.positional) parts.push(required.has(command.def.positional) ? command.def.positional.toUpperCase() : `[${command.def.positional.toUpperCase()}]`);
+  return parts.join(' ');
+}
+
+export function specFor(command: ReviewCommand): CommandSpec {
+  const options: OptionSpecs = {};
+  for (const arg of Object.keys(command.def.args ?? {})) if (arg !== command.def.positional) options[optionName(arg).slice(2)] = { type: 'string' };
+  return {
+    name: command.name,
+    usage: reviewUsage(command),
+    summary: command.def.description ?? `the ${command.def.event} event`,
+    options,
+    positionals: [1, command.def.positional ? 2 : 1],
+    positionalNames: ['<id>', command.def.positional ?? ''],
+    async run(context) {
+      const engine = await context.engine();
+      const [id, positional] = context.parsed.positionals as [string, string | undefined];
+      const args: Record<string, unknown> = {};
+      for (const arg of Object.keys(command.def.args ?? {})) {
+        const value = arg === command.def.positional ? positional : context.parsed.values[optionName(arg).slice(2)];
+        if (value !== undefined) args[arg] = value;
+      }
+      return printOutcome(context.out, await runReviewCommand(engine, command, id, args, 'cli'));
+    },
+  };
+}
+
+/** The spec of a review command named `name`, when the pipeline declares one. */
+export async function reviewCommandSpec(io: Io, argv: readonly string[], name: string): Promise<CommandSpec | undefined> {
+  let dir: string;
+  try {
+    dir = findPipelineDir(io.cwd, globalValue(argv, 'dir'));
+  } catch (error) {
+    if (isPipelineError(error) && error.code === 'config.not_found') return undefined;
+    throw error;
+  }
+  const pipeline = await loadPipeline(dir, io.env);
+  const command = findReviewCommand(pipeline, name);
+  return command ? specFor(command) : undefined;
+}
+
+export function describeReviewCommands(commands: readonly ReviewCommand[]): string {
+  return listWords(commands.map((command) => command.name), 'and');
+}

@@ -1,0 +1,104 @@
+/**
+ * The one ajv setup: draft-07, every error collected, verbose (for messages), `$data` references,
+ * and a few keywords JSON Schema lacks. Editors ignore the extra keywords; the engine enforces them.
+ */
+import { _, Ajv, type AnySchemaObject, type Code, type KeywordCxt, type Name } from 'ajv';
+
+export type { ErrorObject } from 'ajv';
+
+interface SumEquals {
+  property: string;
+  value: number;
+  tolerance?: number;
+  label?: string;
+}
+
+export function createAjv(options: { standalone?: boolean; validateSchema?: boolean } = {}): Ajv {
+  const ajv = new Ajv({
+    validateSchema: options.validateSchema ?? true,
+    ...(options.standalone ? { code: { source: true, esm: true } } : {}),
+    allErrors: true,
+    verbose: true,
+    $data: true,
+    strict: true,
+    strictTypes: false,
+    strictTuples: false,
+    strictRequired: false,
+    allowUnionTypes: true,
+    logger: false,
+  });
+
+  // A human message for the enclosing schema; shown instead of ajv's wording.
+  ajv.addKeyword({ keyword: 'message', schemaType: 'string' });
+  // Editor annotations some schemas carry.
+  ajv.addKeyword({ keyword: 'markdownDescription', schemaType: 'string' });
+
+  // Code-generating keywords, so the config validators can be compiled to standalone code at
+  // build time (scripts/compile-validators.js) and a command starts without compiling schemas.
+
+  // `sumEquals: {property: weight, value: 1}` on an array of objects: the property sums to value.
+  ajv.addKeyword({
+    keyword: 'sumEquals',
+    type: 'array',
+    schemaType: 'object',
+    error: {
+      message: 'sum',
+      params: ({ data, schema }) =>
+        _`{sum: ${data}.reduce((t, i) => t + i[${(schema as SumEquals).property}], 0), expected: ${(schema as SumEquals).value}, property: ${(schema as SumEquals).property}, label: ${(schema as SumEquals).label ?? null}}`,
+    },
+    code(cxt: KeywordCxt) {
+      const { data, schema } = cxt as unknown as { data: Name; schema: SumEquals };
+      const p = schema.property;
+      cxt.fail(
+        _`${data}.every((i) => i && typeof i[${p}] === "number" && Number.isFinite(i[${p}])) && Math.abs(${data}.reduce((t, i) => t + i[${p}], 0) - ${schema.value}) > ${schema.tolerance ?? 1e-9}`,
+      );
+    },
+  });
+
+  // `uniqueProperty: name` on an array of objects: no two items share the value.
+  ajv.addKeyword({
+    keyword: 'uniqueProperty',
+    type: 'array',
+    schemaType: 'string',
+    error: {
+      message: 'duplicate',
+      params: ({ data, schema }) =>
+        _`((d, p) => { const seen = new Map(); for (let i = 0; i < d.length; i++) { const v = d[i] && typeof d[i] == "object" ? d[i][p] : undefined; if (v === undefined) continue; if (seen.has(v)) return {property: p, value: v, index: i}; seen.set(v, i); } return {property: p}; })(${data}, ${schema as string})`,
+    },
+    code(cxt: KeywordCxt) {
+      const { data, schema } = cxt as unknown as { data: Name; schema: string };
+      cxt.fail(_`((d, p) => { const seen = new Set(); for (const i of d) { const v = i && typeof i == "object" ? i[p] : undefined; if (v === undefined) continue; if (seen.has(v)) return true; seen.add(v); } return false; })(${data}, ${schema})`);
+    },
+  });
+
+  // `keysListed: {keys: "scope.versions", in: "stack"}`: every key of one member is listed in another.
+  ajv.addKeyword({
+    keyword: 'keysListed',
+    type: 'object',
+    schemaType: 'object',
+    error: {
+      message: 'not listed',
+      params: ({ data, schema }) => {
+        const { keys, in: list } = schema as { keys: string; in: string };
+        return _`((m, l) => ({unknown: Object.keys(m).filter((k) => !l.includes(k)), allowed: l, keys: ${keys}, in: ${list}}))(${access(data, keys)}, ${access(data, list)})`;
+      },
+    },
+    code(cxt: KeywordCxt) {
+      const { data, schema } = cxt as unknown as { data: Name; schema: { keys: string; in: string } };
+      cxt.fail(
+        _`((m, l) => m !== null && typeof m == "object" && !Array.isArray(m) && Array.isArray(l) && Object.keys(m).some((k) => !l.includes(k)))(${access(data, schema.keys)}, ${access(data, schema.in)})`,
+      );
+    },
+  });
+  return ajv;
+}
+
+/** `data?.["a"]?.["b"]` for a dotted path. */
+function access(data: Name, path: string): Code {
+  return path.split('.').reduce<Code>((code, key) => _`${code}?.[${key}]`, _`${data}`);
+}
+
+export function schemaMessage(schema: AnySchemaObject | undefined): string | undefined {
+  const message = schema?.['message'];
+  return typeof message === 'string' ? message : undefined;
+}

@@ -1,0 +1,94 @@
+/**
+ * A valid configuration is cached as JSON, keyed by the text of every file it was read from, the
+ * environment variables those files interpolate and the engine build, so a command on an
+ * unchanged configuration starts without parsing YAML or compiling schemas. Any change to any of
+ * those inputs misses the cache and runs the full validation. Never required for correctness.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { writeFileAtomic } from '../store/files.js';
+import type { Env } from './interpolate.js';
+import type { ValidConfig } from './load.js';
+import { PIPELINE_FILE } from './read.js';
+
+interface Entry {
+  /** Every file the configuration was read from (relative path → sha256). */
+  files: Record<string, string>;
+  /** Every variable those files interpolate (→ value, or null when unset). */
+  env: Record<string, string | null>;
+  config: ValidConfig;
+}
+
+const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)/g;
+
+function sha(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+export function configCacheDir(env: Env): string | undefined {
+  if (env['PIPELINE_CONFIG_CACHE'] === 'off') return undefined;
+  const base = env['PIPELINE_CONFIG_CACHE'] || env['XDG_CACHE_HOME'] || (env['HOME'] ? path.join(env['HOME'], '.cache') : os.tmpdir());
+  return path.join(base, 'pipeline', 'config');
+}
+
+function variables(text: string): string[] {
+  return [...new Set([...text.matchAll(VARIABLE)].map((match) => match[1]!))];
+}
+
+function readText(dir: string, relative: string): string | undefined {
+  try {
+    return readFileSync(path.resolve(dir, relative), 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+function entryFile(cacheDir: string, dir: string, mainText: string, env: Env, buildId: string): string {
+  const key = sha(JSON.stringify([buildId, path.resolve(dir), mainText, variables(mainText).map((name) => [name, env[name] ?? null])]));
+  return path.join(cacheDir, `${key}.json`);
+}
+
+/** The cached valid configuration, if every input is unchanged. */
+export function readCachedConfig(dir: string, env: Env, buildId: string | undefined): ValidConfig | undefined {
+  const cacheDir = configCacheDir(env);
+  if (!cacheDir || !buildId) return undefined;
+  const main = readText(dir, PIPELINE_FILE);
+  if (main === undefined) return undefined;
+  let entry: Entry;
+  try {
+    entry = JSON.parse(readFileSync(entryFile(cacheDir, dir, main, env, buildId), 'utf8')) as Entry;
+  } catch {
+    return undefined;
+  }
+  for (const [name, value] of Object.entries(entry.env)) if ((env[name] ?? null) !== value) return undefined;
+  for (const [relative, hash] of Object.entries(entry.files)) {
+    const text = readText(dir, relative);
+    if (text === undefined || sha(text) !== hash) return undefined;
+  }
+  return entry.config;
+}
+
+/** Remember a configuration that passed full validation. Failures only cost speed. */
+export async function writeCachedConfig(dir: string, env: Env, buildId: string | undefined, config: ValidConfig): Promise<void> {
+  const cacheDir = configCacheDir(env);
+  if (!cacheDir || !buildId) return;
+  const main = readText(dir, PIPELINE_FILE);
+  if (main === undefined) return;
+  const files: Record<string, string> = {};
+  const names = new Set<string>();
+  for (const relative of config.files) {
+    const text = readText(dir, relative);
+    if (text === undefined) return;
+    files[relative] = sha(text);
+    for (const name of variables(text)) names.add(name);
+  }
+  const entry: Entry = { files, env: Object.fromEntries([...names].map((name) => [name, env[name] ?? null])), config };
+  try {
+    mkdirSync(cacheDir, { recursive: true });
+    await writeFileAtomic(entryFile(cacheDir, dir, main, env, buildId), JSON.stringify(entry), { durable: false });
+  } catch {
+    // an unwritable cache directory only makes the next start slower
+  }
+}

@@ -1,0 +1,277 @@
+/**
+ * The rules that span files (SPEC §2): stages name real events, states, rubrics, schemas,
+ * ledgers and providers; guards and effects exist; every state is reachable; review commands do
+ * not shadow built-in commands. Pure: returns positioned issues (and warnings).
+ */
+import type { Issue } from '../errors.js';
+import { checkExpression, type ExprRules } from '../expr/check.js';
+import { flattenTransitions, normalizeTransitions, reachableStates } from '../lifecycle/machine.js';
+import { isObject } from '../util/json-path.js';
+import { didYouMean, listWords } from '../util/suggest.js';
+import type { Sources } from './load.js';
+import type { SchemaRegistry } from './schema-registry.js';
+import { issueAt, type SourceFile } from './source.js';
+import type { JudgeStageDef, MachineDef, PipelineDef, PromoteStageDef, ReviewStageDef, Rubric, StageDef, TransformStageDef } from './types.js';
+
+export const BUILT_IN_COMMANDS = ['validate', 'status', 'list', 'show', 'propose', 'run', 'judge', 'promote', 'rescore', 'viz', 'init', 'help', 'version'];
+/** Audit events the engine records itself. */
+export const ENGINE_EVENTS = ['create', 'promote'];
+
+interface Context {
+  def: PipelineDef;
+  machine: MachineDef;
+  stages: StageDef[];
+  rubrics: Map<string, Rubric>;
+  schemas: SchemaRegistry;
+  sources: Sources;
+}
+
+class Collector {
+  readonly issues: Issue[] = [];
+  error(source: SourceFile | undefined, path: (string | number)[], code: string, message: string, hint?: string): void {
+    if (!source) return;
+    this.issues.push(issueAt(source, path.map(String), code, message, hint));
+  }
+  warn(source: SourceFile | undefined, path: (string | number)[], code: string, message: string, hint?: string): void {
+    if (!source) return;
+    this.issues.push({ ...issueAt(source, path.map(String), code, message, hint), severity: 'warning' });
+  }
+  unknown(source: SourceFile | undefined, path: (string | number)[], what: string, name: string, known: Iterable<string>, where: string): void {
+    const names = [...known];
+    this.error(source, path, `config.unknown_${what.replace(/ /g, '_')}`, `unknown ${what} "${name}"`, didYouMean(name, names) ?? (names.length ? `${where}: ${names.join(', ')}` : `no ${what}s are declared ${where.replace(/^declared /, '')}`));
+  }
+  expressions(source: SourceFile | undefined, path: (string | number)[], expr: unknown, rules: ExprRules): void {
+    for (const problem of checkExpression(expr, rules)) this.error(source, [...path, ...problem.path], 'config.expression', problem.message, problem.hint);
+  }
+}
+
+export function crossCheck(context: Context): Issue[] {
+  const out = new Collector();
+  checkPipeline(context, out);
+  checkMachine(context, out);
+  checkStages(context, out);
+  checkRubrics(context, out);
+  return out.issues;
+}
+
+function checkPipeline({ def, schemas, sources }: Context, out: Collector): void {
+  const main = sources.pipeline;
+  if (!schemas.has(def.proposal.schema)) out.unknown(main, ['proposal', 'schema'], 'schema', def.proposal.schema, schemas.names(), 'declared under schemas:');
+  const secrets = Object.keys(def.secrets ?? {});
+  for (const [name, provider] of Object.entries(def.providers ?? {})) {
+    if (provider.kind === 'checks') {
+      for (const [criterion, checks] of Object.entries((provider['criteria'] as Record<string, unknown[]>) ?? {})) {
+        checks.forEach((check, index) => {
+          const at = ['providers', name, 'criteria', criterion, index];
+          if (!isObject(check)) return;
+          const absent = check['absent'];
+          if (isObject(absent)) checkPatterns(out, main, [...at, 'absent', 'patterns'], absent['patterns']);
+        });
+      }
+    }
+    if (provider.kind === 'map') {
+      const rules: ExprRules = { allow: ['$field', '$value', '$template', '$match', '$pairs', '$keys', '$first', '$lookup', '$count'], secrets };
+      out.expressions(main, ['providers', name, 'output'], provider['output'], rules);
+      ((provider['refuse'] as { unless: unknown }[]) ?? []).forEach((refusal, index) => out.expressions(main, ['providers', name, 'refuse', index, 'unless'], refusal.unless, rules));
+    }
+  }
+}
+
+function checkPatterns(out: Collector, source: SourceFile | undefined, path: (string | number)[], patterns: unknown): void {
+  if (!Array.isArray(patterns)) return;
+  patterns.forEach((pattern, index) => {
+    try {
+      new RegExp(String(pattern));
+    } catch (error) {
+      out.error(source, [...path, index], 'config.pattern', `invalid regular expression: ${(error as Error).message}`);
+    }
+  });
+}
+
+function transitionPath(machine: MachineDef, from: string, event: string, index: number): (string | number)[] {
+  const raw = machine.states[from]?.on?.[event];
+  return Array.isArray(raw) ? ['states', from, 'on', event, index] : ['states', from, 'on', event];
+}
+
+function checkMachine({ def, machine, schemas, sources }: Context, out: Collector): void {
+  const src = sources.machine;
+  const states = Object.keys(machine.states);
+  const guards = Object.keys(machine.guards ?? {});
+  const effects = Object.keys(machine.effects ?? {});
+  const ledgers = Object.keys(def.ledgers ?? {});
+  if (!states.includes(machine.initial)) out.unknown(src, ['initial'], 'state', machine.initial, states, 'states');
+
+  for (const [from, state] of Object.entries(machine.states)) {
+    for (const [event, raw] of Object.entries(state.on ?? {})) {
+      if (ENGINE_EVENTS.includes(event)) out.error(src, ['states', from, 'on', event], 'config.reserved_event', `"${event}" is recorded by the engine itself and cannot be a machine event`);
+      normalizeTransitions(from, event, raw).forEach((transition, index) => {
+        const at = transitionPath(machine, from, event, index);
+        if (transition.target !== undefined && !states.includes(transition.target)) {
+          out.unknown(src, typeof raw === 'string' ? at : [...at, 'target'], 'state', transition.target, states, 'states');
+        }
+        const rawDef = typeof raw === 'string' ? undefined : Array.isArray(raw) ? raw[index] : raw;
+        transition.guards.forEach((name, position) => {
+          if (!guards.includes(name)) out.unknown(src, typeof rawDef?.guard === 'string' ? [...at, 'guard'] : [...at, 'guard', position], 'guard', name, guards, 'declared under guards:');
+        });
+        transition.effects.forEach((name, position) => {
+          if (!effects.includes(name)) out.unknown(src, typeof rawDef?.actions === 'string' ? [...at, 'actions'] : [...at, 'actions', position], 'effect', name, effects, 'declared under effects:');
+        });
+        if (transition.ensures !== undefined && !schemas.has(transition.ensures)) out.unknown(src, [...at, 'ensures'], 'schema', transition.ensures, schemas.names(), 'declared in pipeline.yaml under schemas:');
+        if (transition.idempotent && transition.target !== undefined && transition.target !== from) {
+          out.error(src, [...at, 'idempotent'], 'config.idempotent_target', 'an idempotent repeat stays in its state: remove its target');
+        }
+        if (transition.idempotent && transition.effects.length) {
+          out.error(src, [...at, 'actions'], 'config.idempotent_effects', 'an idempotent repeat writes nothing: remove its actions');
+        }
+      });
+    }
+  }
+
+  for (const [name, operations] of Object.entries(machine.effects ?? {})) {
+    operations.forEach((op, index) => {
+      const at = ['effects', name, index];
+      if (op.when !== undefined && !guards.includes(op.when)) out.unknown(src, [...at, 'when'], 'guard', op.when, guards, 'declared under guards:');
+      if ('append' in op) {
+        if (!ledgers.includes(op.append)) out.unknown(src, [...at, 'append'], 'ledger', op.append, ledgers, 'declared in pipeline.yaml under ledgers:');
+        out.expressions(src, [...at, 'row'], op.row, { allow: ['$field', '$arg', '$now', '$value', '$template', '$count', '$lookup'] });
+        if (op.key !== undefined && !Object.prototype.hasOwnProperty.call(op.row, op.key)) out.error(src, [...at, 'key'], 'config.row_key', `key "${op.key}" is not a field of the row`);
+      }
+      if ('set' in op) out.expressions(src, [...at, 'to'], op.to, { allow: ['$field', '$arg', '$now', '$value', '$template', '$count', '$lookup'] });
+    });
+  }
+
+  const reachable = reachableStates(machine);
+  for (const state of states) {
+    if (!reachable.has(state)) out.error(src, ['states', state], 'config.unreachable', `state "${state}" cannot be reached from the initial state "${machine.initial}"`, 'add a transition that targets it, or remove it');
+  }
+}
+
+function checkStages(context: Context, out: Collector): void {
+  const { def, sources } = context;
+  const seen = new Map<string, number>();
+  context.stages.forEach((stage, index) => {
+    if (seen.has(stage.name)) out.error(sources.pipeline, ['stages', index], 'config.duplicate_stage', `two stages are named "${stage.name}"`, 'give one of them a different name: key');
+    seen.set(stage.name, index);
+    const src = sources.stages.get(stage.name);
+    switch (stage.kind) {
+      case 'transform':
+        return checkTransform(context, stage, src, out);
+      case 'review':
+        return checkReview(context, stage, src, out);
+      case 'judge':
+        return checkJudge(context, stage, src, out);
+      case 'promote':
+        return checkPromote(context, stage, src, out);
+    }
+  });
+  void def;
+}
+
+function checkProvider(context: Context, src: SourceFile | undefined, path: (string | number)[], name: string, role: 'transform' | 'judge', out: Collector): void {
+  const providers = context.def.providers ?? {};
+  const provider = providers[name];
+  if (!provider) {
+    out.unknown(src, path, 'provider', name, Object.keys(providers), 'declared in pipeline.yaml under providers:');
+    return;
+  }
+  const wrong = role === 'transform' ? provider.kind === 'checks' : provider.kind === 'map';
+  if (wrong) out.error(src, path, 'config.provider_kind', `provider "${name}" is a ${provider.kind} provider, which cannot ${role === 'transform' ? 'transform records' : 'judge'}`, role === 'transform' ? 'use a map, command, openai or anthropic provider' : 'use a checks, command, openai or anthropic provider');
+}
+
+function checkTransform(context: Context, stage: TransformStageDef, src: SourceFile | undefined, out: Collector): void {
+  checkProvider(context, src, ['provider'], stage.provider, 'transform', out);
+  const ledgers = Object.keys(context.def.ledgers ?? {});
+  if (!ledgers.includes(stage.declines.ledger)) out.unknown(src, ['declines', 'ledger'], 'ledger', stage.declines.ledger, ledgers, 'declared in pipeline.yaml under ledgers:');
+  if (stage.pregate) checkPatterns(out, src, ['pregate', 'patterns'], stage.pregate.patterns);
+  for (const [field, expr] of Object.entries(stage.stitch ?? {})) out.expressions(src, ['stitch', field], expr, { allow: ['$field', '$value', '$template', '$first'] });
+}
+
+function checkReview(context: Context, stage: ReviewStageDef, src: SourceFile | undefined, out: Collector): void {
+  const { machine } = context;
+  const states = Object.keys(machine.states);
+  const events = [...new Set(flattenTransitions(machine).map((t) => t.event))];
+  const guards = Object.keys(machine.guards ?? {});
+  if (stage.from !== undefined && !states.includes(stage.from)) out.unknown(src, ['from'], 'state', stage.from, states, 'states');
+  for (const [name, command] of Object.entries(stage.commands)) {
+    const at = ['commands', name];
+    if (BUILT_IN_COMMANDS.includes(name)) out.error(src, at, 'config.command_clash', `review command "${name}" clashes with the built-in command of that name`, `built-in commands: ${BUILT_IN_COMMANDS.join(', ')}`);
+    if (!events.includes(command.event)) out.unknown(src, [...at, 'event'], 'event', command.event, events, 'events of the machine');
+    (command.preconditions ?? []).forEach((guard, index) => {
+      if (!guards.includes(guard)) out.unknown(src, [...at, 'preconditions', index], 'guard', guard, guards, 'guards of the machine');
+    });
+    const args = Object.keys(command.args ?? {});
+    if (command.positional !== undefined && !args.includes(command.positional)) out.unknown(src, [...at, 'positional'], 'argument', command.positional, args, 'arguments of this command');
+    (command.required ?? []).forEach((arg, index) => {
+      if (!args.includes(arg)) out.unknown(src, [...at, 'required', index], 'argument', arg, args, 'arguments of this command');
+    });
+  }
+  for (const [index, choice] of (stage.walk?.choices ?? []).entries()) {
+    if (choice.command !== 'quit' && !(choice.command in stage.commands)) out.unknown(src, ['walk', 'choices', index, 'command'], 'command', choice.command, [...Object.keys(stage.commands), 'quit'], 'commands of this stage');
+  }
+}
+
+function checkJudge(context: Context, stage: JudgeStageDef, src: SourceFile | undefined, out: Collector): void {
+  const { machine, rubrics, schemas } = context;
+  const states = Object.keys(machine.states);
+  const transitions = flattenTransitions(machine);
+  if (!states.includes(stage.from)) out.unknown(src, ['from'], 'state', stage.from, states, 'states');
+  for (const outcome of ['pass', 'fail'] as const) {
+    const event = stage.events[outcome];
+    if (!transitions.some((t) => t.from === stage.from && t.event === event && t.target !== undefined)) {
+      const accepted = transitions.filter((t) => t.from === stage.from && t.target !== undefined).map((t) => t.event);
+      out.error(src, ['events', outcome], 'config.unknown_event', `state "${stage.from}" has no "${event}" transition`, didYouMean(event, accepted) ?? `its events: ${listWords([...new Set(accepted)], 'and')}`);
+    }
+  }
+  if (stage.revalidate !== undefined && !schemas.has(stage.revalidate)) out.unknown(src, ['revalidate'], 'schema', stage.revalidate, schemas.names(), 'declared in pipeline.yaml under schemas:');
+  const types = Object.keys(stage.judges);
+  for (const [value, target] of Object.entries(stage.rubric.map)) {
+    if (typeof target !== 'string') continue;
+    const rubric = rubrics.get(target);
+    if (!rubric) {
+      out.unknown(src, ['rubric', 'map', value], 'rubric', target, rubrics.keys(), 'rubric ids');
+      continue;
+    }
+    const rubricSource = context.sources.rubrics.get(rubric.id);
+    rubric.judge_types.forEach((type, index) => {
+      if (!types.includes(type)) out.error(rubricSource, ['judge_types', index], 'config.unmapped_judge', `judge type "${type}" has no provider in ${stage.file}`, `map it under judges: in ${stage.file}`);
+    });
+  }
+  for (const [type, provider] of Object.entries(stage.judges)) checkProvider(context, src, ['judges', type], provider, 'judge', out);
+  for (const type of Object.keys(stage.prompts ?? {})) {
+    if (!types.includes(type)) out.unknown(src, ['prompts', type], 'judge type', type, types, 'judge types under judges:');
+  }
+  if (stage.then !== undefined) {
+    const then = context.stages.find((candidate) => candidate.name === stage.then);
+    if (!then) out.unknown(src, ['then'], 'stage', stage.then, context.stages.map((s) => s.name), 'stages');
+    else if (then.kind !== 'promote') out.error(src, ['then'], 'config.then_kind', `stage "${stage.then}" is a ${then.kind} stage; then: names a promote stage`);
+  }
+}
+
+function checkPromote(context: Context, stage: PromoteStageDef, src: SourceFile | undefined, out: Collector): void {
+  const states = Object.keys(context.machine.states);
+  const ledgers = Object.keys(context.def.ledgers ?? {});
+  const secrets = Object.keys(context.def.secrets ?? {});
+  const rules: ExprRules = { allow: ['$field', '$now', '$value', '$template', '$count', '$lookup', '$hmac'], secrets };
+  for (const [status, outcome] of Object.entries(stage.outcomes)) {
+    const at = ['outcomes', status];
+    if (!states.includes(status)) out.unknown(src, at, 'state', status, states, 'states');
+    if (outcome.append !== undefined && !ledgers.includes(outcome.append)) out.unknown(src, [...at, 'append'], 'ledger', outcome.append, ledgers, 'declared in pipeline.yaml under ledgers:');
+    if (outcome.entry) out.expressions(src, [...at, 'entry'], outcome.entry, rules);
+    if (outcome.row) {
+      out.expressions(src, [...at, 'row'], outcome.row, rules);
+      if (outcome.key !== undefined && !Object.prototype.hasOwnProperty.call(outcome.row, outcome.key)) out.error(src, [...at, 'key'], 'config.row_key', `key "${outcome.key}" is not a field of the row`);
+    }
+    if (outcome.write !== undefined && ['proposals', 'cache'].includes(outcome.write)) out.error(src, [...at, 'write'], 'config.collection', `"${outcome.write}" is reserved by the store`);
+  }
+}
+
+function checkRubrics({ rubrics, sources, stages }: Context, out: Collector): void {
+  const used = new Set(stages.flatMap((stage) => (stage.kind === 'judge' ? Object.values(stage.rubric.map).filter((value): value is string => typeof value === 'string') : [])));
+  for (const rubric of rubrics.values()) {
+    const src = sources.rubrics.get(rubric.id);
+    if (rubric.gate_policy === 'unanimous' && rubric.judge_types.length <= 2) {
+      out.warn(src, ['gate_policy'], 'config.policy_indistinct', `unanimous on a panel of ${rubric.judge_types.length} cannot differ from majority`, 'the two policies only disagree from three judges up');
+    }
+    if (!used.has(rubric.id)) out.warn(src, ['id'], 'config.rubric_unused', `rubric "${rubric.id}" is not used by any judge stage`);
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * `${VAR}` and `${VAR:-default}` in YAML string values (defaults may nest: `${A:-${B}/x}`).
+ * `$${` writes a literal `${`. An unset variable without a default is a positioned error.
+ * Prompt templates use `{{path}}`, so the two syntaxes never collide.
+ */
+import { isScalar, visit, type Scalar } from 'yaml';
+import type { Issue } from '../errors.js';
+import type { SourceFile } from './source.js';
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export class InterpolationError extends Error {}
+
+/** Expand one string. Throws InterpolationError naming the unset variable. */
+export function interpolate(text: string, env: Env): string {
+  let out = '';
+  let i = 0;
+  while (i < text.length) {
+    if (text.startsWith('$${', i)) {
+      out += '${';
+      i += 3;
+      continue;
+    }
+    if (text.startsWith('${', i)) {
+      const end = matchingBrace(text, i + 2);
+      if (end < 0) throw new InterpolationError(`unterminated "\${" in "${text}"`);
+      out += expand(text.slice(i + 2, end), env);
+      i = end + 1;
+      continue;
+    }
+    out += text[i];
+    i++;
+  }
+  return out;
+}
+
+function matchingBrace(text: string, from: number): number {
+  let depth = 1;
+  for (let i = from; i < text.length; i++) {
+    if (text.startsWith('${', i)) {
+      depth++;
+      i++;
+    } else if (text[i] === '}') {
+      depth--;
+      if (depth === 0) return i;
+    }
+  }
+  return -1;
+}
+
+function expand(body: string, env: Env): string {
+  const sep = body.indexOf(':-');
+  const name = sep < 0 ? body : body.slice(0, sep);
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new InterpolationError(`"\${${body}}" is not a variable reference (use \${NAME} or \${NAME:-default})`);
+  const value = env[name];
+  if (value !== undefined && value !== '') return value;
+  if (sep >= 0) return interpolate(body.slice(sep + 2), env);
+  throw new InterpolationError(`environment variable ${name} is not set`);
+}
+
+/** Interpolate every string scalar of a parsed file in place; return the issues. */
+export function interpolateSource(source: SourceFile, env: Env): Issue[] {
+  const issues: Issue[] = [];
+  visit(source.doc, {
+    Scalar(key, node: Scalar) {
+      if (key === 'key' || typeof node.value !== 'string' || !node.value.includes('$')) return;
+      try {
+        node.value = interpolate(node.value, env);
+      } catch (error) {
+        if (!(error instanceof InterpolationError)) throw error;
+        const at = source.lines.linePos(node.range?.[0] ?? 0);
+        issues.push({
+          code: 'config.interpolation',
+          severity: 'error',
+          file: source.file,
+          line: at.line,
+          col: at.col,
+          message: error.message,
+          hint: 'set the variable, or give a default with ${NAME:-default}',
+        });
+      }
+    },
+  });
+  if (issues.length === 0 && source.doc.errors.length === 0) source.data = source.doc.toJS({ maxAliasCount: 100 });
+  return issues;
+}
+
+export function isStringScalar(node: unknown): node is Scalar<string> {
+  return isScalar(node) && typeof node.value === 'string';
+}

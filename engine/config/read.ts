@@ -1,0 +1,76 @@
+/** Configuration I/O: find the pipeline directory and read every file it names. */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { isMap, parseDocument } from 'yaml';
+import { PipelineError } from '../errors.js';
+import { interpolate, type Env } from './interpolate.js';
+
+export const PIPELINE_FILE = 'pipeline.yaml';
+
+/** `--dir`, else the nearest ancestor of `cwd` holding a pipeline.yaml. */
+export function findPipelineDir(cwd: string, dir?: string): string {
+  if (dir !== undefined) {
+    const resolved = path.resolve(cwd, dir);
+    if (!existsSync(path.join(resolved, PIPELINE_FILE))) {
+      throw new PipelineError('config.not_found', `no ${PIPELINE_FILE} in ${resolved}`, { hint: 'pass the directory that holds pipeline.yaml, or run `pipeline init DIR` to create one' });
+    }
+    return resolved;
+  }
+  let current = path.resolve(cwd);
+  for (;;) {
+    if (existsSync(path.join(current, PIPELINE_FILE))) return current;
+    const parent = path.dirname(current);
+    if (parent === current) {
+      throw new PipelineError('config.not_found', `no ${PIPELINE_FILE} in ${path.resolve(cwd)} or any directory above it`, {
+        hint: 'run inside a pipeline directory, pass --dir DIR, or create one with `pipeline init DIR`',
+      });
+    }
+    current = parent;
+  }
+}
+
+/** The raw text of each configuration file, keyed by its path relative to the pipeline directory. */
+export type ConfigTexts = Map<string, string | { error: string }>;
+
+function readOne(dir: string, relative: string, texts: ConfigTexts): void {
+  if (texts.has(relative)) return;
+  try {
+    texts.set(relative, readFileSync(path.resolve(dir, relative), 'utf8'));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    texts.set(relative, { error: code === 'ENOENT' ? 'file not found' : code === 'EISDIR' ? 'is a directory' : (error as Error).message });
+  }
+}
+
+function stringsAt(doc: unknown, key: string): string[] {
+  const value = (doc as Record<string, unknown> | undefined)?.[key];
+  if (Array.isArray(value)) return value.filter((item): item is string => typeof item === 'string');
+  if (value && typeof value === 'object') return Object.values(value).filter((item): item is string => typeof item === 'string');
+  return typeof value === 'string' ? [value] : [];
+}
+
+/**
+ * Read pipeline.yaml and the machine, stage, rubric and schema files it names. Unreadable files
+ * are recorded (as errors) rather than thrown, so every problem is reported in one go.
+ */
+export function readConfigTexts(dir: string, env: Env): ConfigTexts {
+  const texts: ConfigTexts = new Map();
+  readOne(dir, PIPELINE_FILE, texts);
+  const main = texts.get(PIPELINE_FILE);
+  if (typeof main !== 'string') return texts;
+  const doc = parseDocument(main);
+  if (doc.errors.length || !isMap(doc.contents)) return texts;
+  const data = doc.toJS() as Record<string, unknown>;
+  for (const key of ['machine', 'stages', 'rubrics', 'schemas']) {
+    for (const file of stringsAt(data, key)) {
+      let name: string;
+      try {
+        name = interpolate(file, env);
+      } catch {
+        continue; // reported, with its position, by the validation step
+      }
+      readOne(dir, path.normalize(name), texts);
+    }
+  }
+  return texts;
+}

@@ -1,0 +1,123 @@
+/**
+ * A parsed YAML file that remembers where every value came from, so that any later check —
+ * schema, cross-file rule, interpolation — can report `file:line:col`.
+ */
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node, type Pair } from 'yaml';
+import type { Issue } from '../errors.js';
+
+export interface SourceFile {
+  /** Path as shown to the user (relative to the pipeline directory). */
+  file: string;
+  text: string;
+  doc: Document.Parsed;
+  lines: LineCounter;
+  /** The plain data, after interpolation. */
+  data: unknown;
+}
+
+export type JsonPointer = readonly (string | number)[];
+
+/** Parse YAML text. Syntax errors come back as positioned issues; `data` is undefined then. */
+export function parseSource(file: string, text: string): { source: SourceFile; issues: Issue[] } {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, strict: true });
+  const issues: Issue[] = [];
+  for (const error of doc.errors) {
+    const at = lines.linePos(error.pos[0]);
+    issues.push({
+      code: 'config.yaml_syntax',
+      severity: 'error',
+      file,
+      line: at.line,
+      col: at.col,
+      message: error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, ''),
+    });
+  }
+  const source: SourceFile = { file, text, doc, lines, data: undefined };
+  if (issues.length === 0) source.data = doc.toJS({ maxAliasCount: 100 });
+  return { source, issues };
+}
+
+/** Split an ajv instancePath (`/criteria/1/weight`) into segments. */
+export function parsePointer(pointer: string): string[] {
+  if (pointer === '') return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
+}
+
+interface Located {
+  pair?: Pair;
+  node?: Node;
+}
+
+function locate(source: SourceFile, path: JsonPointer): Located {
+  let node: unknown = source.doc.contents;
+  let pair: Pair | undefined;
+  for (const segment of path) {
+    if (isMap(node)) {
+      const found = node.items.find((item) => isPair(item) && isScalar(item.key) && String(item.key.value) === String(segment));
+      if (!found) return { pair, node: node as Node };
+      pair = found as Pair;
+      node = found.value;
+    } else if (isSeq(node)) {
+      const index = Number(segment);
+      const item = node.items[index];
+      if (item === undefined) return { pair, node: node as Node };
+      pair = undefined;
+      node = item;
+    } else {
+      return { pair, node: node as Node | undefined };
+    }
+  }
+  return { pair, node: node as Node | undefined };
+}
+
+function rangeStart(node: unknown): number | undefined {
+  const range = (node as { range?: [number, number, number] } | undefined)?.range;
+  return range ? range[0] : undefined;
+}
+
+/**
+ * The position of the value at `path`: a scalar points at itself, a map or list at its key
+ * (so `criteria:` is blamed for a bad weight sum, `kind: jduge` at the value).
+ */
+export function positionOf(source: SourceFile, path: JsonPointer, prefer: 'value' | 'key' = 'value'): { line: number; col: number } {
+  const { pair, node } = locate(source, path);
+  let offset: number | undefined;
+  if (prefer === 'key' && pair) offset = rangeStart(pair.key);
+  else if (isScalar(node)) offset = rangeStart(node);
+  else if (pair) offset = rangeStart(pair.key);
+  else offset = rangeStart(node);
+  if (offset === undefined) return { line: 1, col: 1 };
+  return source.lines.linePos(offset);
+}
+
+/** The text of the value at `path` exactly as written in the file (`0.30`, not `0.3`). */
+export function writtenText(source: SourceFile, path: JsonPointer): string | undefined {
+  const { node } = locate(source, path);
+  if (!isScalar(node) || !node.range) return undefined;
+  return source.text.slice(node.range[0], node.range[1]).trim();
+}
+
+/** Does the path exist in the document (as opposed to stopping at a parent)? */
+export function pathExists(source: SourceFile, path: JsonPointer): boolean {
+  let node: unknown = source.doc.contents;
+  for (const segment of path) {
+    if (isMap(node)) {
+      const found = node.items.find((item) => isPair(item) && isScalar(item.key) && String(item.key.value) === String(segment));
+      if (!found) return false;
+      node = found.value;
+    } else if (isSeq(node)) {
+      node = node.items[Number(segment)];
+      if (node === undefined) return false;
+    } else return false;
+  }
+  return true;
+}
+
+export function issueAt(source: SourceFile, path: JsonPointer, code: string, message: string, hint?: string, prefer: 'value' | 'key' = 'value'): Issue {
+  const at = positionOf(source, path, prefer);
+  return { code, severity: 'error', file: source.file, line: at.line, col: at.col, message, ...(hint ? { hint } : {}) };
+}

@@ -1,0 +1,6 @@
+/** The engine's public API, for scripts, benchmarks and other tools. */
+export { loadPipeline, buildPipeline, type Pipeline } from './config/load.js';
+export { Engine, type EngineOptions } from './engine.js';
+export { FileStore } from './store/file-store.js';
+export type { Store, AuditRow, Stored } from './store/types.js';
+export type { Outcome } from './outcome.js';

@@ -1,0 +1,12 @@
+/** What a command did to one proposal. Data, so the shell decides how to print and exit. */
+import type { Proposal } from './lifecycle/effects.js';
+
+export type Outcome =
+  | { kind: 'committed'; id: string; event: string; from: string | null; to: string; proposal: Proposal }
+  | { kind: 'unchanged'; id: string; event: string; status: string; proposal: Proposal; message: string }
+  | { kind: 'refused'; id?: string; code: string; message: string; details?: string[] }
+  | { kind: 'unjudged'; id: string; reason: string };
+
+export function refused(code: string, message: string, details?: string[], id?: string): Outcome {
+  return { kind: 'refused', code, message, ...(details && details.length ? { details } : {}), ...(id ? { id } : {}) };
+}

@@ -1,0 +1,67 @@
+/**
+ * The review stage's commands (SPEC §5.3): each one a machine event with declared arguments.
+ * Order of checks: id, existence, arguments (JSON Schema), preconditions (machine guards), then
+ * the proposal's status through the machine. No provider is ever called here.
+ */
+import { describeErrors, type Finding } from '../config/describe-errors.js';
+import { argsKey, type Pipeline } from '../config/load.js';
+import type { CommandDef, ReviewStageDef } from '../config/types.js';
+import type { Actor, Engine } from '../engine.js';
+import { guardPasses } from '../lifecycle/decide.js';
+import { refused, type Outcome } from '../outcome.js';
+import { listWords } from '../util/suggest.js';
+
+export interface ReviewCommand {
+  stage: ReviewStageDef;
+  name: string;
+  def: CommandDef;
+}
+
+export function reviewCommands(pipeline: Pipeline): ReviewCommand[] {
+  return pipeline.stages.flatMap((stage) => (stage.kind === 'review' ? Object.entries(stage.commands).map(([name, def]) => ({ stage, name, def })) : []));
+}
+
+export function findReviewCommand(pipeline: Pipeline, name: string): ReviewCommand | undefined {
+  return reviewCommands(pipeline).find((command) => command.name === name);
+}
+
+/** `version_independent` is written `--version-independent` on the command line. */
+export function optionName(arg: string): string {
+  return `--${arg.replace(/_/g, '-')}`;
+}
+
+function describeArgFinding(command: ReviewCommand, finding: Finding): string {
+  const arg = finding.code === 'schema.required' ? /"([^"]+)"/.exec(finding.message)?.[1] ?? '' : finding.path[0] ?? '';
+  const schema = (command.def.args?.[arg] ?? {}) as Record<string, unknown>;
+  const allowed = Array.isArray(schema['enum']) ? ` (${listWords((schema['enum'] as unknown[]).map(String))})` : '';
+  const name = command.def.positional === arg ? arg.toUpperCase() : optionName(arg);
+  if (finding.code === 'schema.required') return `${name} is required${allowed}`;
+  if (finding.code === 'schema.enum') return `${name} must be one of ${listWords((schema['enum'] as unknown[]).map(String))}, got ${finding.message.match(/ ("[^"]*"|\S+) \(expected/)?.[1] ?? 'something else'}`;
+  const message = typeof schema['message'] === 'string' ? schema['message'] : finding.message;
+  return `${name}: ${message}`;
+}
+
+/** Run one review command on one proposal. */
+export async function runReviewCommand(engine: Engine, command: ReviewCommand, id: string, args: Record<string, unknown>, actor: Actor): Promise<Outcome> {
+  const read = await engine.read(id);
+  if (!read.ok) return read.outcome;
+  const validate = engine.pipeline.schemas.inline(argsKey(command.stage.name, command.name));
+  if (!validate(args)) {
+    const problems = describeErrors(validate.errors).map((finding) => describeArgFinding(command, finding));
+    return refused('invalid_args', `${command.name} ${id}: ${problems.join('; ')}`, undefined, id);
+  }
+  const lifecycle = engine.pipeline.lifecycle;
+  return engine.applyTo(read.stored, command.def.event, args, {
+    stage: command.stage.name,
+    actor,
+    before: (stored) => {
+      for (const guard of command.def.preconditions ?? []) {
+        if (!guardPasses(lifecycle, guard, stored.proposal, args)) {
+          const message = lifecycle.def.guards?.[guard]?.message ?? `${guard} does not hold`;
+          return { kind: 'refused', code: 'precondition', message: `${id} (${String(stored.proposal['status'])}): ${message}` };
+        }
+      }
+      return undefined;
+    },
+  });
+}

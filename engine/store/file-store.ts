@@ -1,0 +1,306 @@
+/**
+ * The shipped store: a directory of JSON files (SPEC §4).
+ *
+ *   proposals/<id>.json   one file per proposal, every status, never deleted
+ *   <collection>/<id>.json  entries written once (the pool: approved/)
+ *   <ledger>.jsonl        append-only ledgers, events.jsonl the audit log
+ *   cache/                validated model answers
+ *   .index/ .locks/ .claims/   caches and coordination; safe to delete when nothing runs
+ */
+import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { LedgerRow, Proposal } from '../lifecycle/effects.js';
+import { isUlid } from '../util/ids.js';
+import { appendLine, readJsonLines, readTextIfExists, writeFileAtomic } from './files.js';
+import { acquire, tryAcquire } from './owner-files.js';
+import { scanProposals } from './proposal-index.js';
+import {
+  serializeProposal,
+  type AuditRow,
+  type Claim,
+  type CommitResult,
+  type Counts,
+  type CreateResult,
+  type Listing,
+  type ReadResult,
+  type Store,
+  type Stored,
+} from './types.js';
+
+export interface FileStoreOptions {
+  dir: string;
+  /** Ledger name → file name (e.g. declined → declined.jsonl). */
+  ledgers: Readonly<Record<string, string>>;
+  /** The proposal field holding its source key. */
+  keyField: string;
+}
+
+const AUDIT_FILE = 'events.jsonl';
+
+function assertId(id: string): void {
+  // Callers validate ids for the user's benefit; this guard keeps any path out of the store.
+  if (!isUlid(id)) throw new Error(`invalid id: ${JSON.stringify(id)}`);
+}
+
+function keyFileName(key: string): string {
+  return /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$/.test(key) ? key : `~${createHash('sha256').update(key).digest('hex')}`;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export class FileStore implements Store {
+  readonly location: string;
+  private readonly proposalsDir: string;
+  private readonly ledgers: Readonly<Record<string, string>>;
+  private readonly keyField: string;
+  private readonly made = new Set<string>();
+
+  constructor(options: FileStoreOptions) {
+    this.location = path.resolve(options.dir);
+    this.proposalsDir = path.join(this.location, 'proposals');
+    this.ledgers = options.ledgers;
+    this.keyField = options.keyField;
+  }
+
+  pathOf(collection: string, id?: string): string {
+    const dir = path.join(this.location, collection);
+    if (id === undefined) return dir;
+    assertId(id);
+    return path.join(dir, `${id}.json`);
+  }
+
+  private async ensureDir(dir: string): Promise<void> {
+    if (this.made.has(dir)) return;
+    await fs.mkdir(dir, { recursive: true });
+    this.made.add(dir);
+  }
+
+  private ledgerFile(ledger: string): string {
+    const name = ledger === 'events' ? AUDIT_FILE : this.ledgers[ledger];
+    if (name === undefined) throw new Error(`unknown ledger "${ledger}"`);
+    return path.join(this.location, name);
+  }
+
+  async read(id: string): Promise<ReadResult> {
+    assertId(id);
+    const text = await readTextIfExists(this.pathOf('proposals', id));
+    if (text === undefined) return { kind: 'missing' };
+    return parseStored(id, text);
+  }
+
+  private async scan() {
+    return scanProposals(this.proposalsDir, path.join(this.location, '.index', 'proposals.tsv'), this.keyField);
+  }
+
+  async ids(status: string): Promise<{ ids: string[]; malformed: string[] }> {
+    const { entries } = await this.scan();
+    const ids: string[] = [];
+    const malformed: string[] = [];
+    for (const [id, entry] of entries) {
+      if (entry.status === null) malformed.push(id);
+      else if (entry.status === status) ids.push(id);
+    }
+    return { ids: ids.sort(), malformed: malformed.sort() };
+  }
+
+  async list(status?: string): Promise<Listing> {
+    const { entries } = await this.scan();
+    const wanted = [...entries.entries()].filter(([, entry]) => entry.status !== null && (status === undefined || entry.status === status)).map(([id]) => id).sort();
+    const malformed = [...entries.entries()].filter(([, entry]) => entry.status === null).map(([id]) => id);
+    const items: Stored[] = [];
+    for (const id of wanted) {
+      const result = await this.read(id);
+      if (result.kind === 'malformed') malformed.push(id);
+      else if (result.kind === 'found' && (status === undefined || result.stored.proposal['status'] === status)) items.push(result.stored);
+    }
+    return { items, malformed: [...new Set(malformed)].sort() };
+  }
+
+  async counts(states: readonly string[]): Promise<Counts> {
+    const { entries } = await this.scan();
+    const counts: Record<string, number> = Object.fromEntries(states.map((state) => [state, 0]));
+    const unknown: Record<string, number> = {};
+    const malformed: string[] = [];
+    for (const [id, entry] of entries) {
+      if (entry.status === null) malformed.push(id);
+      else if (entry.status in counts) counts[entry.status]!++;
+      else unknown[entry.status] = (unknown[entry.status] ?? 0) + 1;
+    }
+    return { counts, malformed: malformed.sort(), unknown };
+  }
+
+  async keyOwner(key: string): Promise<string | undefined> {
+    const marker = path.join(this.location, '.index', 'keys', keyFileName(key));
+    const text = await readTextIfExists(marker);
+    if (text === undefined) return undefined;
+    const owner = parseKeyMarker(text);
+    if (!owner) return undefined;
+    if (await readTextIfExists(this.pathOf('proposals', owner.id)) !== undefined) return owner.id;
+    // The marker's proposal was never written: its creator died, or is still writing it.
+    if (owner.pid !== process.pid && pidAlive(owner.pid)) return owner.id;
+    await fs.unlink(marker).catch(() => {});
+    return undefined;
+  }
+
+  async create(proposal: Proposal & { id: string }, key: string, audit: AuditRow): Promise<CreateResult> {
+    assertId(proposal.id);
+    const keysDir = path.join(this.location, '.index', 'keys');
+    await this.ensureDir(keysDir);
+    await this.ensureDir(this.proposalsDir);
+    const marker = path.join(keysDir, keyFileName(key));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await writeFileAtomic(marker, JSON.stringify({ id: proposal.id, key, pid: process.pid }), { exclusive: true });
+        break;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 2) throw error;
+        const existing = await this.keyOwner(key);
+        if (existing !== undefined) return { ok: false, reason: 'key_exists', existing };
+      }
+    }
+    const text = serializeProposal(proposal);
+    await writeFileAtomic(this.pathOf('proposals', proposal.id), text, { exclusive: true });
+    await this.appendAudit(audit);
+    return { ok: true, version: text };
+  }
+
+  async commit(id: string, version: string, next: Proposal, audit: AuditRow | null, rows: readonly LedgerRow[]): Promise<CommitResult> {
+    assertId(id);
+    const locks = path.join(this.location, '.locks');
+    await this.ensureDir(locks);
+    const lock = await acquire(path.join(locks, `${id}.lock`));
+    let text: string;
+    try {
+      const current = await readTextIfExists(this.pathOf('proposals', id));
+      if (current === undefined) return { ok: false, reason: 'missing' };
+      if (current !== version) return { ok: false, reason: 'changed' };
+      text = serializeProposal(next);
+      await writeFileAtomic(this.pathOf('proposals', id), text);
+    } finally {
+      await lock.release();
+    }
+    if (audit) await this.appendAudit(audit);
+    for (const row of rows) await this.appendLedger(row.ledger, row.row);
+    return { ok: true, version: text };
+  }
+
+  async appendLedger(ledger: string, row: Record<string, unknown>): Promise<void> {
+    await this.ensureDir(this.location);
+    await appendLine(this.ledgerFile(ledger), row);
+  }
+
+  async readLedger(ledger: string): Promise<Record<string, unknown>[]> {
+    return (await readJsonLines(this.ledgerFile(ledger))).rows;
+  }
+
+  async appendAudit(row: AuditRow): Promise<void> {
+    await this.ensureDir(this.location);
+    await appendLine(path.join(this.location, AUDIT_FILE), row);
+  }
+
+  async readAudit(): Promise<AuditRow[]> {
+    return (await readJsonLines(path.join(this.location, AUDIT_FILE))).rows as unknown as AuditRow[];
+  }
+
+  async lastAudit(id: string): Promise<AuditRow | undefined> {
+    const text = await readTextIfExists(path.join(this.location, AUDIT_FILE));
+    if (text === undefined) return undefined;
+    const needle = `"id":${JSON.stringify(id)}`;
+    let last: AuditRow | undefined;
+    let from = text.indexOf(needle);
+    while (from >= 0) {
+      const start = text.lastIndexOf('\n', from) + 1;
+      const end = text.indexOf('\n', from);
+      try {
+        const row = JSON.parse(text.slice(start, end < 0 ? undefined : end)) as AuditRow;
+        if (row.id === id) last = row;
+      } catch {
+        // a torn line
+      }
+      from = text.indexOf(needle, end < 0 ? text.length : end);
+    }
+    return last;
+  }
+
+  async claim(stage: string, id: string): Promise<Claim | null> {
+    assertId(id);
+    const dir = path.join(this.location, '.claims', stage);
+    await this.ensureDir(dir);
+    return tryAcquire(path.join(dir, id));
+  }
+
+  async readEntry(collection: string, id: string): Promise<unknown | undefined> {
+    const text = await readTextIfExists(this.pathOf(collection, id));
+    if (text === undefined) return undefined;
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      return null;
+    }
+  }
+
+  async writeEntry(collection: string, id: string, entry: unknown): Promise<'written' | 'exists'> {
+    await this.ensureDir(this.pathOf(collection));
+    try {
+      await writeFileAtomic(this.pathOf(collection, id), `${JSON.stringify(entry, null, 2)}\n`, { exclusive: true });
+      return 'written';
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return 'exists';
+      throw error;
+    }
+  }
+
+  async cacheGet(key: string): Promise<unknown | undefined> {
+    const text = await readTextIfExists(path.join(this.location, 'cache', `${cacheName(key)}.json`));
+    if (text === undefined) return undefined;
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async cachePut(key: string, value: unknown): Promise<void> {
+    const dir = path.join(this.location, 'cache');
+    await this.ensureDir(dir);
+    await writeFileAtomic(path.join(dir, `${cacheName(key)}.json`), JSON.stringify(value), { durable: false });
+  }
+}
+
+function cacheName(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+function parseKeyMarker(text: string): { id: string; pid: number } | undefined {
+  try {
+    const value = JSON.parse(text) as { id?: unknown; pid?: unknown };
+    return typeof value.id === 'string' && isUlid(value.id) && typeof value.pid === 'number' ? { id: value.id, pid: value.pid } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Parse a proposal file: anything but a JSON object is malformed. */
+export function parseStored(id: string, text: string): ReadResult {
+  if (text.trim() === '') return { kind: 'malformed', reason: 'empty file' };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { kind: 'malformed', reason: `not valid JSON (${(error as Error).message.replace(/^JSON\.parse: /, '')})` };
+  }
+  if (!isObject(value)) return { kind: 'malformed', reason: 'not a JSON object' };
+  return { kind: 'found', stored: { id, proposal: value, version: text } };
+}

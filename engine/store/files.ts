@@ -1,0 +1,126 @@
+/**
+ * The file primitives every store write goes through. Nothing is truncated in place: a file is
+ * replaced by writing a temp file in the same directory, fsyncing it, renaming it over the old
+ * one and fsyncing the directory; a ledger row is one whole line appended with one write.
+ *
+ * Hand-written rather than `write-file-atomic` because that package does not fsync the directory
+ * (the rename is not durable without it) and queues writes per file name in-process, which
+ * the store's own per-proposal lock already does across processes.
+ */
+import { randomBytes } from 'node:crypto';
+import { promises as fs, constants } from 'node:fs';
+import path from 'node:path';
+
+export interface WriteOptions {
+  /** fsync file and directory (default true). Off only for caches. */
+  durable?: boolean;
+  /** Fail with EEXIST when the target exists. */
+  exclusive?: boolean;
+  mode?: number;
+}
+
+export async function fsyncDir(dir: string): Promise<void> {
+  const handle = await fs.open(dir, constants.O_RDONLY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+function tempName(target: string): string {
+  return path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+}
+
+/** Atomically replace (or create) `target` with `data`. */
+export async function writeFileAtomic(target: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
+  const durable = options.durable ?? true;
+  const temp = tempName(target);
+  const handle = await fs.open(temp, 'wx', options.mode ?? 0o644);
+  try {
+    await handle.writeFile(data);
+    if (durable) await handle.sync();
+  } catch (error) {
+    await handle.close().catch(() => {});
+    await fs.unlink(temp).catch(() => {});
+    throw error;
+  }
+  await handle.close();
+  try {
+    if (options.exclusive) {
+      // link() fails when the target exists, so a create never overwrites.
+      await fs.link(temp, target);
+      await fs.unlink(temp);
+    } else {
+      await fs.rename(temp, target);
+    }
+  } catch (error) {
+    await fs.unlink(temp).catch(() => {});
+    throw error;
+  }
+  if (durable) await fsyncDir(path.dirname(target));
+}
+
+/**
+ * Append one JSON row as a single line in one write. If an earlier writer was killed mid-line,
+ * the row starts on a fresh line so it is never glued to the torn one.
+ */
+export async function appendLine(file: string, row: unknown, options: { durable?: boolean } = {}): Promise<void> {
+  const line = `${JSON.stringify(row)}\n`;
+  const handle = await fs.open(file, 'a+');
+  try {
+    const { size } = await handle.stat();
+    let prefix = '';
+    if (size > 0) {
+      const last = Buffer.alloc(1);
+      await handle.read(last, 0, 1, size - 1);
+      if (last[0] !== 0x0a) prefix = '\n';
+    }
+    await handle.write(prefix + line);
+    if (options.durable ?? true) await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Read a JSONL file; torn or garbage lines are skipped (and counted). */
+export async function readJsonLines(file: string): Promise<{ rows: Record<string, unknown>[]; skipped: number }> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { rows: [], skipped: 0 };
+    throw error;
+  }
+  const rows: Record<string, unknown>[] = [];
+  let skipped = 0;
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    try {
+      const value = JSON.parse(line) as unknown;
+      if (value && typeof value === 'object' && !Array.isArray(value)) rows.push(value as Record<string, unknown>);
+      else skipped++;
+    } catch {
+      skipped++;
+    }
+  }
+  return { rows, skipped };
+}
+
+export async function readTextIfExists(file: string): Promise<string | undefined> {
+  try {
+    return await fs.readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+export async function exists(file: string): Promise<boolean> {
+  try {
+    await fs.access(file);
+    return true;
+  } catch {
+    return false;
+  }
+}

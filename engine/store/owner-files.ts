@@ -1,0 +1,117 @@
+/**
+ * Exclusive files that name their owner process: per-proposal commit locks and per-stage claims.
+ * A file whose owner is dead (SIGKILL, power loss) is stale and may be taken over, so a killed
+ * run never leaves a proposal stuck. Created with link() so a lock file is never seen half-written.
+ *
+ * Hand-written: lock libraries such as proper-lockfile detect staleness by age (mtime), which
+ * keeps a killed run's proposals locked for the stale period; checking the owner's pid frees
+ * them at once.
+ */
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+interface Owner {
+  pid: number;
+  host: string;
+  token: string;
+}
+
+const HOST = os.hostname();
+/** A takeover marker older than this belongs to a killed taker. */
+const STEAL_STALE_MS = 2000;
+
+function isAlive(owner: Owner): boolean {
+  if (owner.host !== HOST) return true; // cannot tell: assume alive
+  if (owner.pid === process.pid) return true;
+  try {
+    process.kill(owner.pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function readOwner(file: string): Promise<Owner | null | undefined> {
+  try {
+    const text = await fs.readFile(file, 'utf8');
+    const parsed = JSON.parse(text) as Owner;
+    return typeof parsed.pid === 'number' ? parsed : null;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    return null; // unreadable: treat as stale
+  }
+}
+
+export interface Held {
+  release(): Promise<void>;
+}
+
+/** Try once to take `file`. Returns null when a live owner holds it. */
+export async function tryAcquire(file: string): Promise<Held | null> {
+  const token = randomBytes(8).toString('hex');
+  const owner: Owner = { pid: process.pid, host: HOST, token };
+  const temp = `${file}.${token}.tmp`;
+  await fs.writeFile(temp, JSON.stringify(owner));
+  try {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        await fs.link(temp, file);
+        return {
+          release: async () => {
+            const current = await readOwner(file);
+            if (current && current.token === token) await fs.unlink(file).catch(() => {});
+          },
+        };
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const current = await readOwner(file);
+      if (current === undefined) continue; // released meanwhile: try again
+      if (current && isAlive(current)) return null;
+      if (!(await takeOver(file, current))) return null;
+    }
+    return null;
+  } finally {
+    await fs.unlink(temp).catch(() => {});
+  }
+}
+
+/** Remove a stale file, guarded by a takeover marker so two takers never both remove. */
+async function takeOver(file: string, stale: Owner | null): Promise<boolean> {
+  const marker = `${file}.takeover`;
+  try {
+    await fs.writeFile(marker, String(process.pid), { flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    const stat = await fs.stat(marker).catch(() => undefined);
+    if (stat && Date.now() - stat.mtimeMs > STEAL_STALE_MS) await fs.unlink(marker).catch(() => {});
+    return false;
+  }
+  try {
+    const again = await readOwner(file);
+    const same = again === undefined || (again === null ? stale === null : stale !== null && again.token === stale.token);
+    if (same && again !== undefined) await fs.unlink(file).catch(() => {});
+    return same;
+  } finally {
+    await fs.unlink(marker).catch(() => {});
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Wait for `file` (short critical sections), up to `timeoutMs`. */
+export async function acquire(file: string, timeoutMs = 15000): Promise<Held> {
+  const start = Date.now();
+  let delay = 1;
+  for (;;) {
+    const held = await tryAcquire(file);
+    if (held) return held;
+    if (Date.now() - start > timeoutMs) {
+      throw Object.assign(new Error(`${path.basename(file)} is busy (held by another process for over ${Math.round(timeoutMs / 1000)} s)`), { code: 'EBUSY' });
+    }
+    await sleep(delay + Math.random() * delay);
+    delay = Math.min(delay * 2, 50);
+  }
+}

@@ -1,0 +1,16 @@
+import { monotonicFactory } from 'ulid';
+
+/** ULIDs, upper case (SPEC §4). Checked before any file system access. */
+export const ULID_PATTERN = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
+
+export function isUlid(value: unknown): value is string {
+  return typeof value === 'string' && ULID_PATTERN.test(value);
+}
+
+export type IdGenerator = () => string;
+
+/** Monotonic within a process, so ids created in one run sort in creation order. */
+export function ulidGenerator(): IdGenerator {
+  const next = monotonicFactory();
+  return () => next();
+}

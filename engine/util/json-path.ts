@@ -1,0 +1,62 @@
+/** Dotted-path access to plain JSON values (`candidate.applies_to.scope`). Pure. */
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+export function splitPath(path: string): string[] {
+  return path === '' ? [] : path.split('.');
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The value at `path`, or undefined when any step is missing. */
+export function getPath(root: unknown, path: string): unknown {
+  let node: unknown = root;
+  for (const key of splitPath(path)) {
+    if (Array.isArray(node) && /^\d+$/.test(key)) node = node[Number(key)];
+    else if (isObject(node) && Object.prototype.hasOwnProperty.call(node, key)) node = node[key];
+    else return undefined;
+  }
+  return node;
+}
+
+export function hasPath(root: unknown, path: string): boolean {
+  const keys = splitPath(path);
+  const last = keys.pop();
+  if (last === undefined) return true;
+  const parent = getPath(root, keys.join('.'));
+  return isObject(parent) && Object.prototype.hasOwnProperty.call(parent, last);
+}
+
+/** Set `path` on a (mutable) object, creating intermediate objects. Existing keys keep their place. */
+export function setPath(root: Record<string, unknown>, path: string, value: unknown): void {
+  const keys = splitPath(path);
+  const last = keys.pop();
+  if (last === undefined) throw new Error('cannot set the empty path');
+  let node: Record<string, unknown> = root;
+  for (const key of keys) {
+    const next = node[key];
+    if (!isObject(next)) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[last] = value;
+}
+
+export function removePath(root: Record<string, unknown>, path: string): void {
+  const keys = splitPath(path);
+  const last = keys.pop();
+  if (last === undefined) return;
+  const parent = getPath(root, keys.join('.'));
+  if (isObject(parent)) delete parent[last];
+}
+
+export function deepClone<T>(value: T): T {
+  return structuredClone(value);
+}
+
+/** Structural equality of JSON values, key order included (it decides file bytes). */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
