@@ -3,6 +3,7 @@
  * Every change to a proposal goes through `apply` (a machine event) or `create`, so refusals,
  * audit rows, ledger rows and crash repairs behave the same from the CLI, a run or a test.
  */
+import type { Env } from './config/interpolate.js';
 import type { Pipeline } from './config/load.js';
 import { formatFindings } from './config/findings.js';
 import type { LedgerRow, Proposal } from './lifecycle/effects.js';
@@ -20,6 +21,8 @@ export interface EngineOptions {
   store: Store;
   clock?: Clock;
   ids?: IdGenerator;
+  /** The environment (secret file locations, provider keys). Default: process.env. */
+  env?: Env;
 }
 
 export interface ApplyOptions {
@@ -38,8 +41,10 @@ export class Engine {
   readonly store: Store;
   readonly clock: Clock;
   readonly ids: IdGenerator;
+  readonly env: Env;
 
   constructor(options: EngineOptions) {
+    this.env = options.env ?? process.env;
     this.pipeline = options.pipeline;
     this.store = options.store;
     this.clock = options.clock ?? systemClock;
@@ -166,9 +171,9 @@ export class Engine {
   }
 
   /** Write a new proposal in the initial state (no checks beyond the key's uniqueness). */
-  async create(key: string, payload: unknown, options: { stage: string; actor: Actor }): Promise<Outcome> {
+  async create(key: string, payload: unknown, options: { stage: string; actor: Actor; id?: string }): Promise<Outcome> {
     const { key: keyField, payload: payloadField } = this.pipeline.def.proposal;
-    const id = this.ids();
+    const id = options.id ?? this.ids();
     const now = this.now();
     const initial = this.pipeline.lifecycle.initial;
     const proposal: Proposal & { id: string } = { id, [keyField]: key, created_at: now, status: initial, [payloadField]: payload };

@@ -60,7 +60,7 @@ export class Context {
     const pipeline = await loadPipeline(this.pipelineDir(), this.io.env);
     for (const warning of pipeline.warnings) this.out.issue(warning);
     const store = new FileStore({ dir: this.storeDir(pipeline), ledgers: pipeline.ledgers, keyField: pipeline.def.proposal.key });
-    this.engineCache = new Engine({ pipeline, store, ...(this.injected.clock ? { clock: this.injected.clock } : {}), ...(this.injected.ids ? { ids: this.injected.ids } : {}) });
+    this.engineCache = new Engine({ pipeline, store, env: this.io.env, ...(this.injected.clock ? { clock: this.injected.clock } : {}), ...(this.injected.ids ? { ids: this.injected.ids } : {}) });
     return this.engineCache;
   }
 }

@@ -225,11 +225,11 @@ export class FileStore implements Store {
     return last;
   }
 
-  async claim(stage: string, id: string): Promise<Claim | null> {
-    assertId(id);
+  async claim(stage: string, key: string): Promise<Claim | null> {
+    if (!/^[a-z][a-z0-9_-]*$/.test(stage)) throw new Error(`invalid stage name: ${JSON.stringify(stage)}`);
     const dir = path.join(this.location, '.claims', stage);
     await this.ensureDir(dir);
-    return tryAcquire(path.join(dir, id));
+    return tryAcquire(path.join(dir, isUlid(key) ? key : keyFileName(key)));
   }
 
   async readEntry(collection: string, id: string): Promise<unknown | undefined> {

@@ -65,8 +65,8 @@ export interface Store {
   /** The latest audit row of a proposal. */
   lastAudit(id: string): Promise<AuditRow | undefined>;
   readAudit(): Promise<AuditRow[]>;
-  /** Take a proposal for a stage run; null when another live run holds it. */
-  claim(stage: string, id: string): Promise<Claim | null>;
+  /** Take a proposal (or a source key) for a stage run; null when another live run holds it. */
+  claim(stage: string, key: string): Promise<Claim | null>;
   /** One JSON entry per proposal in a named collection (e.g. the pool). Never overwritten. */
   readEntry(collection: string, id: string): Promise<unknown | undefined>;
   writeEntry(collection: string, id: string, entry: unknown): Promise<'written' | 'exists'>;

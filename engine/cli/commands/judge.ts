@@ -1,7 +1,49 @@
-import { PipelineError } from '../../errors.js';
+/**
+ * `pipeline judge <id> --verdicts FILE|-`: verdicts produced elsewhere (e.g. by an agent's
+ * subagents) go through the same gate and commit as `run judge`. An unreadable FILE is exit 1;
+ * input that is not a JSON array of verdict objects leaves the proposal unjudged, exit 2.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { EXIT, PipelineError } from '../../errors.js';
+import { judgeWithVerdicts } from '../../stages/judge.js';
+import { promote } from '../../stages/promote.js';
+import { serializeProposal } from '../../store/types.js';
+import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
+import { printOutcome } from '../print.js';
+import { readStdin } from './queue.js';
 
 export async function runJudge(context: Context): Promise<number> {
-  void context;
-  throw new PipelineError('not_implemented', 'judge is not implemented yet');
+  const engine = await context.engine();
+  const stage = engine.pipeline.stages.find((candidate) => candidate.kind === 'judge');
+  if (!stage || stage.kind !== 'judge') throw new PipelineError('no_stage', 'this pipeline has no judge stage', { exitCode: EXIT.refused });
+  const source = context.parsed.values['verdicts'] as string | undefined;
+  if (source === undefined) throw new UsageError('judge: --verdicts FILE|- is required', 'usage: pipeline judge <id> --verdicts FILE|-');
+  const read = await engine.read(context.parsed.positionals[0]!);
+  if (!read.ok) return printOutcome(context.out, read.outcome);
+  let text: string;
+  try {
+    text = source === '-' ? await readStdin(context) : await readFile(path.resolve(context.io.cwd, source), 'utf8');
+  } catch (error) {
+    context.out.refused(`cannot read the verdicts from ${source}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
+    return EXIT.refused;
+  }
+  let input: { ok: true; value: unknown } | { ok: false; reason: string };
+  try {
+    input = { ok: true, value: JSON.parse(text) as unknown };
+  } catch (error) {
+    input = { ok: false, reason: `the verdicts are not valid JSON (${(error as Error).message})` };
+  }
+  const { outcome, verdict } = await judgeWithVerdicts(engine, stage, read.stored, input, 'cli');
+  if (outcome.kind !== 'committed') return printOutcome(context.out, outcome);
+  if (context.json) context.out.data(outcome.proposal);
+  else context.out.line(`${outcome.id} ${outcome.from} → ${outcome.to} (${verdict?.reason ?? ''}${typeof verdict?.aggregate_score === 'number' ? `, aggregate ${verdict.aggregate_score.toFixed(3)}` : ''})`);
+  const then = stage.then ? engine.pipeline.stages.find((candidate) => candidate.name === stage.then) : undefined;
+  if (then?.kind === 'promote') {
+    const promoted = await promote(engine, then, { id: outcome.id, proposal: outcome.proposal, version: serializeProposal(outcome.proposal) }, 'cli');
+    for (const warning of promoted.warnings) context.out.warn(warning);
+    if (promoted.outcome.kind === 'refused') context.out.warn(`${outcome.id} was judged ${outcome.to}, but promotion failed: ${promoted.outcome.message} (the verdict stands; run \`pipeline promote ${outcome.id}\` again)`);
+  }
+  return EXIT.ok;
 }

@@ -1,7 +1,71 @@
-import { PipelineError } from '../../errors.js';
+/** `pipeline run [<stage>]`: one stage, or every automatic stage in pipeline order. */
+import { createInterface } from 'node:readline/promises';
+import { EXIT } from '../../errors.js';
+import { terminalProgress, silentProgress } from '../../runner/progress.js';
+import { runStage, type RunOptions } from '../../runner/stage-runs.js';
+import { exitCodeOf, summaryJson, summaryLines, type Summary } from '../../runner/summary.js';
+import { listWords } from '../../util/suggest.js';
+import { positiveInteger, UsageError } from '../args.js';
 import type { Context } from '../context.js';
+import { runReviewWalk } from '../walk.js';
+
+export async function ask(context: Context, question: string): Promise<boolean> {
+  const rl = createInterface({ input: context.io.stdin, output: context.io.stderr as NodeJS.WritableStream });
+  try {
+    return /^y(es)?$/i.test((await rl.question(question)).trim());
+  } finally {
+    rl.close();
+  }
+}
 
 export async function runRun(context: Context): Promise<number> {
-  void context;
-  throw new PipelineError('not_implemented', 'run is not implemented yet');
+  const engine = await context.engine();
+  const { values, positionals } = context.parsed;
+  const name = positionals[0];
+  const stages = engine.pipeline.stages;
+  const concurrency = positiveInteger(values['concurrency'], 'concurrency') ?? engine.pipeline.defaults.concurrency;
+  const limit = positiveInteger(values['limit'], 'limit');
+  let selected;
+  if (name !== undefined) {
+    const stage = stages.find((candidate) => candidate.name === name);
+    if (!stage) throw new UsageError(`unknown stage "${name}" (expected ${listWords(stages.map((candidate) => candidate.name))})`, 'usage: pipeline run [<stage>] [--concurrency N] [--limit N] [--dry-run] [--yes] [--no-cache] [--source DIR]');
+    if (stage.kind === 'review') return runReviewWalk(context, engine, stage);
+    selected = [stage];
+  } else {
+    selected = stages.filter((stage) => stage.kind !== 'review');
+  }
+
+  const controller = new AbortController();
+  const removeHandler = context.io.onInterrupt(() => {
+    if (!controller.signal.aborted) context.out.note('\ninterrupted: finishing what is in flight, claiming nothing new…');
+    controller.abort();
+  });
+  const options: RunOptions = {
+    concurrency,
+    limit,
+    dryRun: values['dry-run'] === true,
+    yes: values['yes'] === true,
+    useCache: values['no-cache'] !== true,
+    source: values['source'] as string | undefined,
+    cwd: context.io.cwd,
+    signal: controller.signal,
+    interactive: context.io.interactive,
+    ask: (question) => ask(context, question),
+    progress: (stage, total) => (context.io.stderrIsTTY && !context.json ? terminalProgress(context.io.stderr, stage, total, (context.io.stderr as { columns?: number }).columns ?? 80) : silentProgress),
+    note: (line) => context.out.note(line),
+  };
+  const summaries: Summary[] = [];
+  try {
+    for (const stage of selected) {
+      if (controller.signal.aborted) break;
+      const summary = await runStage(engine, stage, options);
+      summaries.push(summary);
+      if (!context.json) for (const line of summaryLines(summary, stage.kind === 'transform' ? 'left untouched' : 'could not be judged')) context.out.line(line);
+    }
+  } finally {
+    removeHandler();
+  }
+  if (context.json) context.out.data(name !== undefined ? summaryJson(summaries[0]!) : summaries.map(summaryJson));
+  if (controller.signal.aborted) return EXIT.interrupted;
+  return exitCodeOf(summaries);
 }

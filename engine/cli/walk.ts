@@ -1,0 +1,68 @@
+/**
+ * `pipeline run review`: walk the review queue on a terminal, one proposal at a time, through
+ * exactly the code path of the single commands (`confirm`, `pass`, …). Without a terminal it
+ * refuses and names those commands.
+ */
+import { createInterface } from 'node:readline/promises';
+import type { ReviewStageDef } from '../config/types.js';
+import type { Engine } from '../engine.js';
+import { EXIT } from '../errors.js';
+import { optionName, reviewCommands, runReviewCommand } from '../stages/review.js';
+import { getPath } from '../util/json-path.js';
+import type { Context } from './context.js';
+import { printOutcome } from './print.js';
+import { reviewUsage } from './review-commands.js';
+
+function render(value: unknown): string {
+  if (value === undefined || value === null) return '—';
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return value.join(', ');
+  return JSON.stringify(value);
+}
+
+export async function runReviewWalk(context: Context, engine: Engine, stage: ReviewStageDef): Promise<number> {
+  const commands = reviewCommands(engine.pipeline).filter((command) => command.stage.name === stage.name);
+  if (!context.io.interactive) {
+    context.out.refused(`run ${stage.name} walks the queue on a terminal, and there is none; use the single commands:`, commands.map(reviewUsage));
+    return EXIT.refused;
+  }
+  const from = stage.from ?? engine.pipeline.lifecycle.initial;
+  const { ids } = await engine.store.ids(from);
+  const rl = createInterface({ input: context.io.stdin, output: context.io.stderr as NodeJS.WritableStream });
+  const choices = stage.walk?.choices ?? [...commands.map((command) => ({ key: command.name[0]!, label: command.name, command: command.name, ask: Object.keys(command.def.args ?? {}) })), { key: 'q', label: 'quit', command: 'quit' }];
+  const menu = choices.map((choice) => `[${choice.key}] ${choice.label ?? choice.command}`).join('  ');
+  let done = 0;
+  try {
+    outer: for (const [index, id] of ids.entries()) {
+      const read = await engine.read(id);
+      if (!read.ok || read.stored.proposal['status'] !== from) continue;
+      context.out.note(`\n${context.out.color.bold(`${index + 1}/${ids.length}  ${id}`)}`);
+      for (const field of stage.walk?.show ?? [{ label: 'title', field: stage.title ?? 'id' }]) context.out.note(`  ${field.label.padEnd(16)}${render(getPath(read.stored.proposal, field.field))}`);
+      for (;;) {
+        const answer = (await rl.question(`${menu} > `)).trim().toLowerCase();
+        const choice = choices.find((candidate) => candidate.key === answer);
+        if (!choice) continue;
+        if (choice.command === 'quit') break outer;
+        const command = commands.find((candidate) => candidate.name === choice.command)!;
+        const args: Record<string, unknown> = {};
+        for (const arg of choice.ask ?? []) {
+          const schema = command.def.args?.[arg] ?? {};
+          const options = Array.isArray(schema['enum']) ? ` (${(schema['enum'] as unknown[]).join('|')})` : '';
+          const required = (command.def.required ?? []).includes(arg);
+          const value = (await rl.question(`  ${optionName(arg).slice(2)}${options}${required ? '' : ', Enter to skip'}: `)).trim();
+          if (value !== '') args[arg] = value;
+        }
+        const outcome = await runReviewCommand(engine, command, id, args, 'cli');
+        printOutcome(context.out, outcome);
+        if (outcome.kind !== 'refused') {
+          done++;
+          break;
+        }
+      }
+    }
+  } finally {
+    rl.close();
+  }
+  context.out.line(`${stage.name}: ${done} decided, ${(await engine.store.ids(from)).ids.length} still ${from}`);
+  return EXIT.ok;
+}

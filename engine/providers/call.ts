@@ -1,0 +1,66 @@
+/**
+ * One provider call as the stages need it: through the answer cache (model kinds only, keyed by
+ * provider, model and prompt), size-capped, and parsed leniently into a JSON value. The caller
+ * validates the value and only then `keep()`s it in the cache — an answer that failed validation
+ * is never cached, so a re-run after a crash pays for nothing twice and repeats no bad answer.
+ */
+import type { Usage } from '../jury/verdict.js';
+import type { Store } from '../store/types.js';
+import { extractJson } from './extract-json.js';
+import { DEFAULT_MAX_ANSWER_BYTES, type Provider, type ProviderRequest } from './types.js';
+
+export type Called =
+  | { ok: true; value: unknown; usage: Usage; cached: boolean; keep(): Promise<void> }
+  /** outage: no answer at all (retry later); invalid: an answer that is not usable JSON. */
+  | { ok: false; kind: 'outage' | 'invalid'; reason: string };
+
+export interface CallOptions {
+  useCache: boolean;
+  maxAnswerBytes?: number | undefined;
+}
+
+export function cacheKey(provider: Provider, prompt: string): string {
+  return JSON.stringify([provider.kind, provider.name, provider.model ?? '', prompt]);
+}
+
+interface CachedAnswer {
+  text: string;
+  usage: Usage;
+}
+
+function isCachedAnswer(value: unknown): value is CachedAnswer {
+  return !!value && typeof value === 'object' && typeof (value as CachedAnswer).text === 'string';
+}
+
+function parse(text: string, maxBytes: number): { ok: true; value: unknown } | { ok: false; reason: string } {
+  if (Buffer.byteLength(text, 'utf8') > maxBytes) return { ok: false, reason: `the answer is larger than ${maxBytes} bytes` };
+  const extracted = extractJson(text);
+  return extracted.ok ? extracted : { ok: false, reason: `the answer is not JSON (${extracted.reason})` };
+}
+
+export async function callProvider(store: Store, provider: Provider, request: ProviderRequest, options: CallOptions): Promise<Called> {
+  const maxBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
+  const noop = async () => {};
+  if (provider.deterministic) {
+    const result = await provider.call(request);
+    if (!result.ok) return { ok: false, kind: 'outage', reason: result.outage };
+    if (result.text === undefined) return { ok: true, value: result.value, usage: result.usage, cached: false, keep: noop };
+    const parsed = parse(result.text, maxBytes);
+    return parsed.ok ? { ok: true, value: parsed.value, usage: result.usage, cached: false, keep: noop } : { ok: false, kind: 'invalid', reason: parsed.reason };
+  }
+  const key = cacheKey(provider, request.prompt);
+  if (options.useCache) {
+    const hit = await store.cacheGet(key);
+    if (isCachedAnswer(hit)) {
+      const parsed = parse(hit.text, maxBytes);
+      if (parsed.ok) return { ok: true, value: parsed.value, usage: hit.usage, cached: true, keep: noop };
+    }
+  }
+  const result = await provider.call(request);
+  if (!result.ok) return { ok: false, kind: result.oversize ? 'invalid' : 'outage', reason: result.outage };
+  const text = result.text ?? (result.value === undefined ? '' : JSON.stringify(result.value));
+  if (text.trim() === '') return { ok: false, kind: 'outage', reason: `${provider.kind} provider "${provider.name}" answered nothing` };
+  const parsed = parse(text, maxBytes);
+  if (!parsed.ok) return { ok: false, kind: 'invalid', reason: parsed.reason };
+  return { ok: true, value: parsed.value, usage: result.usage, cached: false, keep: () => store.cachePut(key, { text, usage: result.usage } satisfies CachedAnswer) };
+}

@@ -1,0 +1,172 @@
+/**
+ * `command` provider: runs a program (no shell), writes the rendered prompt to its stdin and takes
+ * stdout as the answer. Anything but a clean exit with an answer — a missing program, a non-zero
+ * exit, a timeout, an over-large answer — is an outage, never an answer.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ModelSettings } from './index.js';
+import { withRetries, type Attempt, type RetryPolicy } from './retry.js';
+import type { Provider, ProviderRequest } from './types.js';
+import { UNKNOWN_USAGE } from './types.js';
+
+/** How much of stderr an outage quotes: enough to see why, short enough for one line. */
+const STDERR_TAIL = 200;
+/** Spawn failures that another try cannot fix. */
+const PERMANENT_SPAWN_ERRORS = new Set(['ENOENT', 'EACCES', 'ENOTDIR', 'EISDIR']);
+
+export type ParsedCommand = { ok: true; argv: string[] } | { ok: false; reason: string };
+
+/** Split `prog args` into argv like a POSIX shell would for plain words and '…' / "…" quotes. Pure. */
+export function parseCommandLine(command: string): ParsedCommand {
+  const argv: string[] = [];
+  let word = '';
+  let inWord = false;
+  let quote: '"' | "'" | undefined;
+  for (let i = 0; i < command.length; i++) {
+    const char = command[i]!;
+    if (quote === "'") {
+      if (char === "'") quote = undefined;
+      else word += char;
+    } else if (quote === '"') {
+      if (char === '"') quote = undefined;
+      else if (char === '\\' && (command[i + 1] === '"' || command[i + 1] === '\\')) word += command[++i];
+      else word += char;
+    } else if (char === "'" || char === '"') {
+      quote = char;
+      inWord = true;
+    } else if (char === '\\' && i + 1 < command.length) {
+      word += command[++i];
+      inWord = true;
+    } else if (/\s/.test(char)) {
+      if (inWord) argv.push(word);
+      word = '';
+      inWord = false;
+    } else {
+      word += char;
+      inWord = true;
+    }
+  }
+  if (quote) return { ok: false, reason: `unterminated ${quote} quote in "${command}"` };
+  if (inWord) argv.push(word);
+  if (argv.length === 0) return { ok: false, reason: 'the command is empty' };
+  return { ok: true, argv };
+}
+
+function childEnv(settings: ModelSettings, def: Record<string, unknown>, request: ProviderRequest): NodeJS.ProcessEnv {
+  const extra = def['env'] && typeof def['env'] === 'object' ? (def['env'] as Record<string, unknown>) : {};
+  const env: NodeJS.ProcessEnv = {};
+  // Later sources win: the machine, the pipeline's environment, the provider's env, the call's env.
+  for (const source of [process.env, settings.env, extra, request.env]) {
+    for (const [key, value] of Object.entries(source)) if (typeof value === 'string') env[key] = value;
+  }
+  return env;
+}
+
+/** Process groups still running, killed if the engine exits first (they are detached from it). */
+const live = new Set<number>();
+let exitHookInstalled = false;
+function track(pid: number): void {
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once('exit', () => {
+      for (const group of live) killGroup(group);
+    });
+  }
+  live.add(pid);
+}
+
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // Already gone.
+  }
+}
+
+/** One run of the program, classified: timeouts and non-zero exits are worth another try. */
+function runOnce(label: string, argv: string[], env: NodeJS.ProcessEnv, settings: ModelSettings, request: ProviderRequest): Promise<Attempt<string>> {
+  return new Promise((resolve) => {
+    // A process group of its own, so a timeout also kills whatever the program started.
+    const group = process.platform !== 'win32';
+    let timer: NodeJS.Timeout | undefined;
+    let settled = false;
+    let child: ChildProcessWithoutNullStreams;
+    const settle = (attempt: Attempt<string>, kill = false) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      request.signal?.removeEventListener('abort', onAbort);
+      if (kill && child) {
+        if (group && child.pid !== undefined) killGroup(child.pid);
+        else child.kill('SIGKILL');
+        child.stdout.destroy();
+        child.stderr.destroy();
+      }
+      resolve(attempt);
+    };
+    const onAbort = () => settle({ ok: false, transient: false, reason: `${label}: interrupted` }, true);
+    try {
+      child = spawn(argv[0]!, argv.slice(1), { env, stdio: ['pipe', 'pipe', 'pipe'], detached: group });
+    } catch (error) {
+      // Invalid arguments (e.g. a NUL byte) are rejected before any process exists.
+      return settle({ ok: false, transient: false, reason: `${label}: cannot run ${argv[0]} (${(error as Error).message})` });
+    }
+    if (group && child.pid !== undefined) track(child.pid);
+    timer = setTimeout(() => settle({ ok: false, transient: true, reason: `${label}: timed out after ${settings.timeoutMs} ms` }, true), settings.timeoutMs);
+    request.signal?.addEventListener('abort', onAbort, { once: true });
+
+    const stdout: Buffer[] = [];
+    let stdoutBytes = 0;
+    let stderr = '';
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      const code = error.code ?? 'spawn failed';
+      const reason = code === 'ENOENT' ? `${label}: program not found: ${argv[0]}` : `${label}: cannot run ${argv[0]} (${code})`;
+      settle({ ok: false, transient: !PERMANENT_SPAWN_ERRORS.has(code), reason });
+    });
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdoutBytes += chunk.byteLength;
+      if (stdoutBytes > settings.maxAnswerBytes) {
+        settle({ ok: false, transient: false, oversize: true, reason: `${label}: answer over ${settings.maxAnswerBytes} bytes` }, true);
+      } else stdout.push(chunk);
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL * 4);
+    });
+    child.on('close', (code, signal) => {
+      if (child.pid !== undefined) live.delete(child.pid);
+      if (code === 0) return settle({ ok: true, value: Buffer.concat(stdout).toString('utf8') });
+      const why = signal ? `killed by ${signal}` : `exit ${code}`;
+      const said = stderr.trim().split('\n').pop()?.slice(0, STDERR_TAIL);
+      settle({ ok: false, transient: true, reason: `${label}: ${why}${said ? `: ${said}` : ''}` });
+    });
+    // A program that exits without reading its stdin is judged by its exit, not by EPIPE.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(request.prompt);
+  });
+}
+
+/**
+ * A provider that runs `def.command` once per attempt. `retry` tunes the backoff (tests use short
+ * waits); the attempts come from `settings`. Usage is always unknown: a program reports no tokens.
+ */
+export function createCommandProvider(name: string, def: Record<string, unknown>, settings: ModelSettings, retry: Partial<RetryPolicy> = {}): Provider {
+  const label = `command provider "${name}"`;
+  const parsed = parseCommandLine(typeof def['command'] === 'string' ? def['command'] : '');
+  return {
+    name,
+    kind: 'command',
+    paid: def['paid'] !== false,
+    model: typeof def['model'] === 'string' ? def['model'] : undefined,
+    deterministic: false,
+    async call(request) {
+      if (!parsed.ok) return { ok: false, outage: `${label}: ${parsed.reason}` };
+      const env = childEnv(settings, def, request);
+      const policy: RetryPolicy = { attempts: settings.attempts, retryAfterCapMs: settings.retryAfterCapMs, ...retry };
+      const result = await withRetries(() => runOnce(label, parsed.argv, env, settings, request), policy, request.signal);
+      if (!result.ok) return { ok: false, outage: result.outage.startsWith(label) ? result.outage : `${label}: ${result.outage}`, ...(result.oversize ? { oversize: true } : {}) };
+      // An empty answer is "no answer" (SPEC §5.5: untouched, retried next run), never an invalid one.
+      if (!result.value.trim()) return { ok: false, outage: `${label}: answered nothing` };
+      return { ok: true, text: result.value, usage: { ...UNKNOWN_USAGE } };
+    },
+  };
+}

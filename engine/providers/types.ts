@@ -1,0 +1,45 @@
+/**
+ * Providers: what the transform and judge stages call. One interface for the deterministic kinds
+ * (`checks`, `map`) and the model kinds (`command`, `openai`, `anthropic`). A provider never
+ * decides what an answer means: it returns text (or, for deterministic kinds, a value) plus token
+ * usage, or an outage. An outage is never a verdict.
+ */
+import type { Usage } from '../jury/verdict.js';
+
+export type ProviderKind = 'checks' | 'map' | 'command' | 'openai' | 'anthropic';
+
+export interface ProviderRequest {
+  purpose: 'judge' | 'transform';
+  /** The rendered prompt template (model kinds send it; deterministic kinds ignore it). */
+  prompt: string;
+  /** Structured input for deterministic kinds: { proposal, rubric, judge_type } or { record }. */
+  input: Record<string, unknown>;
+  /** PIPELINE_STAGE, PIPELINE_JUDGE_TYPE, PIPELINE_PROPOSAL_ID for `command`. */
+  env: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export type ProviderResult =
+  | { ok: true; text?: string; value?: unknown; usage: Usage }
+  /**
+   * Not an answer: unreachable, timed out, non-zero exit, HTTP error, retries exhausted; or an
+   * answer over the size cap (`oversize`: a judge leaves the proposal unjudged, a transform
+   * declines the record as invalid).
+   */
+  | { ok: false; outage: string; oversize?: boolean };
+
+export interface Provider {
+  readonly name: string;
+  readonly kind: ProviderKind;
+  /** Costs money per call (asks before a batch). checks and map never do. */
+  readonly paid: boolean;
+  /** Part of the cache key; deterministic kinds are never cached. */
+  readonly model: string | undefined;
+  readonly deterministic: boolean;
+  call(request: ProviderRequest): Promise<ProviderResult>;
+}
+
+export const UNKNOWN_USAGE: Usage = { tokens_in: null, tokens_out: null };
+
+/** Answers larger than this are unusable (SPEC §6). */
+export const DEFAULT_MAX_ANSWER_BYTES = 1024 * 1024;

@@ -1,0 +1,156 @@
+/**
+ * The judge stage (SPEC §5.4): pick the rubric from a proposal field, run the panel in parallel,
+ * validate every verdict, decide with the shared jury code, and commit the verdict — or leave the
+ * proposal untouched as "could not be judged". Used by `run judge` (providers called here) and by
+ * `pipeline judge --verdicts` (verdicts produced elsewhere); both go through `decideAndCommit`.
+ */
+import { formatFindings } from '../config/findings.js';
+import type { JudgeStageDef, Rubric } from '../config/types.js';
+import type { Actor, Engine } from '../engine.js';
+import { renderTemplate } from '../expr/template.js';
+import { decideJury, noJuryVerdict, type JuryVerdict } from '../jury/gate.js';
+import { checkVerdict, type Usage, type Verdict } from '../jury/verdict.js';
+import { refused, type Outcome } from '../outcome.js';
+import type { ProviderSource } from '../providers/index.js';
+import { callProvider } from '../providers/call.js';
+import type { Stored } from '../store/types.js';
+import { getPath } from '../util/json-path.js';
+import { listWords } from '../util/suggest.js';
+
+export type JudgePlan = { kind: 'no_jury'; reason: string } | { kind: 'jury'; rubric: Rubric } | { kind: 'refused'; message: string };
+
+/** Which rubric judges this proposal, from the stage's declared map. */
+export function planFor(engine: Engine, stage: JudgeStageDef, stored: Stored): JudgePlan {
+  const value = getPath(stored.proposal, stage.rubric.by);
+  const entry = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? stage.rubric.map[String(value)] : undefined;
+  if (entry === undefined) {
+    return { kind: 'refused', message: `${stored.id} (${String(stored.proposal['status'])}): ${stage.rubric.by} ${JSON.stringify(value ?? null)} has no rubric (expected ${listWords(Object.keys(stage.rubric.map))})` };
+  }
+  if (typeof entry !== 'string') return { kind: 'no_jury', reason: entry.none };
+  const rubric = engine.pipeline.rubrics.get(entry);
+  if (!rubric) return { kind: 'refused', message: `rubric ${entry} is not loaded` };
+  return { kind: 'jury', rubric };
+}
+
+/** Status and schema checks that come before any jury (a file edited by hand must not reach the pool). */
+export function precheck(engine: Engine, stage: JudgeStageDef, stored: Stored): Outcome | undefined {
+  const status = String(stored.proposal['status']);
+  if (status !== stage.from) return refused('status', `${stored.id} is ${status}; only ${stage.from} proposals are judged`, undefined, stored.id);
+  if (stage.revalidate) {
+    const findings = engine.pipeline.schemas.check(stage.revalidate, stored.proposal);
+    if (findings.length) return refused('schema_invalid', `${stored.id} (${status}) fails the ${stage.revalidate} schema; it was not judged`, formatFindings(findings), stored.id);
+  }
+  return undefined;
+}
+
+export interface JudgeResult {
+  outcome: Outcome;
+  /** The verdict's judges' usage (tokens actually spent in this run; cached answers excluded). */
+  spent: Usage[];
+  verdict?: JuryVerdict;
+}
+
+/** Commit a decided verdict (or report the proposal unjudged), only if it is still as read. */
+export async function decideAndCommit(engine: Engine, stage: JudgeStageDef, stored: Stored, plan: JudgePlan, judges: Verdict[], actor: Actor): Promise<Outcome & { verdict?: JuryVerdict }> {
+  let verdict: JuryVerdict;
+  if (plan.kind === 'refused') return refused('no_rubric', plan.message, undefined, stored.id);
+  if (plan.kind === 'no_jury') verdict = noJuryVerdict(plan.reason);
+  else {
+    const decision = decideJury(plan.rubric, judges);
+    if (!decision.ok) return { kind: 'unjudged', id: stored.id, reason: decision.reason };
+    verdict = decision.verdict;
+  }
+  const event = verdict.passed ? stage.events.pass : stage.events.fail;
+  const outcome = await engine.applyTo(stored, event, { verdict }, { stage: stage.name, actor });
+  if (outcome.kind === 'refused' && outcome.code === 'changed') return { kind: 'unjudged', id: stored.id, reason: 'the proposal changed while it was being judged' };
+  return { ...outcome, verdict };
+}
+
+export interface PanelOptions {
+  providers: ProviderSource;
+  useCache: boolean;
+  signal?: AbortSignal;
+}
+
+/** The prompt scope a judge template sees. */
+function promptScope(engine: Engine, stage: JudgeStageDef, stored: Stored, rubric: Rubric, judgeType: string) {
+  const payload = engine.pipeline.def.proposal.payload;
+  const criteria = rubric.criteria
+    .map((criterion) => `- ${criterion.name} (weight ${criterion.weight}${criterion.min_pass !== undefined ? `, floor ${criterion.min_pass}` : ''})${stage.questions?.[criterion.name] ? `: ${stage.questions[criterion.name]}` : ''}`)
+    .join('\n');
+  return {
+    ...stored.proposal,
+    proposal: stored.proposal,
+    [payload]: stored.proposal[payload],
+    rubric,
+    criteria,
+    criterion_names: rubric.criteria.map((criterion) => criterion.name).join(', '),
+    judge_type: judgeType,
+  };
+}
+
+/** Call every seat of the panel in parallel; any unusable answer makes the proposal unjudged. */
+export async function runPanel(engine: Engine, stage: JudgeStageDef, stored: Stored, rubric: Rubric, options: PanelOptions): Promise<{ ok: true; judges: Verdict[]; spent: Usage[] } | { ok: false; reason: string; spent: Usage[] }> {
+  const spent: Usage[] = [];
+  const answers = await Promise.all(
+    rubric.judge_types.map(async (seat) => {
+      const provider = options.providers.get(stage.judges[seat]!);
+      const prompt = renderTemplate(stage.prompts?.[seat] ?? '', promptScope(engine, stage, stored, rubric, seat));
+      const result = await callProvider(engine.store, provider, {
+        purpose: 'judge',
+        prompt,
+        input: { proposal: stored.proposal, rubric, criteria: rubric.criteria.map((criterion) => criterion.name), judge_type: seat },
+        env: { PIPELINE_STAGE: stage.name, PIPELINE_JUDGE_TYPE: seat, PIPELINE_PROPOSAL_ID: stored.id },
+        ...(options.signal ? { signal: options.signal } : {}),
+      }, { useCache: options.useCache, maxAnswerBytes: stage.max_answer_bytes });
+      if (result.ok && !result.cached) spent.push(result.usage);
+      if (!result.ok) return { ok: false as const, reason: `the ${seat} judge gave no usable answer: ${result.reason}` };
+      const checked = checkVerdict(result.value, rubric, { seat, usage: result.usage });
+      if (!checked.ok) return { ok: false as const, reason: checked.reason };
+      await result.keep();
+      return { ok: true as const, verdict: checked.verdict };
+    }),
+  );
+  const failure = answers.find((answer) => !answer.ok);
+  if (failure && !failure.ok) return { ok: false, reason: failure.reason, spent };
+  return { ok: true, judges: answers.map((answer) => (answer as { verdict: Verdict }).verdict), spent };
+}
+
+/** Judge one proposal with the configured providers. */
+export async function judgeWithProviders(engine: Engine, stage: JudgeStageDef, stored: Stored, options: PanelOptions & { actor: Actor }): Promise<JudgeResult> {
+  const early = precheck(engine, stage, stored);
+  if (early) return { outcome: early, spent: [] };
+  const plan = planFor(engine, stage, stored);
+  if (plan.kind !== 'jury') {
+    const outcome = await decideAndCommit(engine, stage, stored, plan, [], options.actor);
+    return { outcome, spent: [], ...(outcome.verdict ? { verdict: outcome.verdict } : {}) };
+  }
+  const panel = await runPanel(engine, stage, stored, plan.rubric, options);
+  if (!panel.ok) return { outcome: { kind: 'unjudged', id: stored.id, reason: panel.reason }, spent: panel.spent };
+  const outcome = await decideAndCommit(engine, stage, stored, plan, panel.judges, options.actor);
+  return { outcome, spent: panel.spent, ...(outcome.verdict ? { verdict: outcome.verdict } : {}) };
+}
+
+/**
+ * Judge one proposal with verdicts produced elsewhere: a strict JSON array; anything else — not
+ * an array, an element that is not an object, a verdict that fails validation — is unjudged.
+ */
+export async function judgeWithVerdicts(engine: Engine, stage: JudgeStageDef, stored: Stored, input: { ok: true; value: unknown } | { ok: false; reason: string }, actor: Actor): Promise<JudgeResult> {
+  const early = precheck(engine, stage, stored);
+  if (early) return { outcome: early, spent: [] };
+  const plan = planFor(engine, stage, stored);
+  if (plan.kind === 'jury') {
+    if (!input.ok) return { outcome: { kind: 'unjudged', id: stored.id, reason: input.reason }, spent: [] };
+    if (!Array.isArray(input.value)) return { outcome: { kind: 'unjudged', id: stored.id, reason: 'the verdicts are not a JSON array' }, spent: [] };
+    const judges: Verdict[] = [];
+    for (const [index, raw] of input.value.entries()) {
+      const checked = checkVerdict(raw, plan.rubric);
+      if (!checked.ok) return { outcome: { kind: 'unjudged', id: stored.id, reason: `verdict ${index + 1}: ${checked.reason}` }, spent: [] };
+      judges.push(checked.verdict);
+    }
+    const outcome = await decideAndCommit(engine, stage, stored, plan, judges, actor);
+    return { outcome, spent: [], ...(outcome.verdict ? { verdict: outcome.verdict } : {}) };
+  }
+  const outcome = await decideAndCommit(engine, stage, stored, plan, [], actor);
+  return { outcome, spent: [], ...(outcome.verdict ? { verdict: outcome.verdict } : {}) };
+}

@@ -1,0 +1,107 @@
+/** Shared test helpers: temp directories, the shipped pipeline over a temp store, a fixed clock. */
+import { mkdtempSync, readFileSync, rmSync, cpSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
+import { loadPipeline, type Pipeline } from '../engine/config/load.js';
+import { Engine } from '../engine/engine.js';
+import { FileStore } from '../engine/store/file-store.js';
+import { ulidGenerator } from '../engine/util/ids.js';
+
+export const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+
+// No test writes the real per-user secret: every test process gets its own author secret file.
+process.env['PIPELINE_AUTHOR_SECRET_FILE'] ??= path.join(mkdtempSync(path.join(os.tmpdir(), 'pipeline-secret-')), 'author_secret');
+
+/** The author secret file the shipped pipeline uses in this test process. */
+export const SECRET_FILE = process.env['PIPELINE_AUTHOR_SECRET_FILE'];
+export const BIN = path.join(ROOT, 'bin', 'pipeline.js');
+
+const made: string[] = [];
+afterEach(() => {
+  while (made.length) rmSync(made.pop()!, { recursive: true, force: true });
+});
+
+/** A temp directory removed after the test. */
+export function tempDir(prefix = 'pipeline-test-'): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+
+/** A copy of the shipped pipeline in a temp directory (to edit its YAML in a test). */
+export function copyPipeline(): string {
+  const dir = tempDir('pipeline-copy-');
+  for (const entry of ['pipeline.yaml', 'machines', 'stages', 'rubrics', 'schemas', 'examples']) cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
+  return dir;
+}
+
+/** A clock that starts at a fixed instant and moves one second per reading. */
+export function fixedClock(start = '2026-11-01T12:00:00Z'): () => Date {
+  let t = Date.parse(start);
+  return () => {
+    const now = new Date(t);
+    t += 1000;
+    return now;
+  };
+}
+
+const pipelines = new Map<string, Promise<Pipeline>>();
+
+/** The shipped pipeline (loaded once per test file), or the one in `dir`. */
+export function shippedPipeline(dir = ROOT): Promise<Pipeline> {
+  if (!pipelines.has(dir)) pipelines.set(dir, loadPipeline(dir, { ...process.env, PIPELINE_CONFIG_CACHE: 'off' }, { useCache: false }));
+  return pipelines.get(dir)!;
+}
+
+export interface TestEngine {
+  engine: Engine;
+  store: FileStore;
+  storeDir: string;
+  pipeline: Pipeline;
+}
+
+/** An engine over the shipped pipeline (or `dir`) and a fresh temp store. */
+export async function testEngine(options: { dir?: string; storeDir?: string; clock?: () => Date } = {}): Promise<TestEngine> {
+  const pipeline = await shippedPipeline(options.dir ?? ROOT);
+  const storeDir = options.storeDir ?? tempDir('pipeline-store-');
+  const store = new FileStore({ dir: storeDir, ledgers: pipeline.ledgers, keyField: pipeline.def.proposal.key });
+  const engine = new Engine({ pipeline, store, clock: options.clock ?? fixedClock(), ids: ulidGenerator() });
+  return { engine, store, storeDir, pipeline };
+}
+
+let artifactCounter = 0;
+
+/** A fresh valid ULID-like artifact id (deterministic per test file). */
+export function artifactId(): string {
+  artifactCounter++;
+  return `01JBQ${String(artifactCounter).padStart(21, '0')}`;
+}
+
+/** A valid candidate for the shipped pipeline. */
+export function candidate(overrides: Record<string, unknown> = {}, id = artifactId()): Record<string, unknown> {
+  return {
+    claim: 'pnpm 8 refuses lockfiles written by pnpm 7 until they are regenerated',
+    rationale: 'The lockfile format changed in pnpm 8, and installs abort on the older format instead of migrating it.',
+    evidence: {
+      artifact_ids: [id],
+      session_ids: ['session-1'],
+      project_key: '0123456789ab',
+      observed_at: '2026-11-01T10:00:00Z',
+      resolution: 'Ran pnpm install --lockfile-only once after upgrading, then committed the new lockfile.',
+    },
+    applies_to: { stack: ['pnpm'], scope: { kind: 'versioned', versions: { pnpm: '>=8 <9' } }, file_patterns: ['pnpm-lock.yaml'], task_kinds: ['dependency-upgrade'] },
+    ...overrides,
+  };
+}
+
+/** `{artifact_id, candidate}` input for propose. */
+export function proposalInput(overrides: Record<string, unknown> = {}): { artifact_id: string; candidate: Record<string, unknown> } {
+  const id = artifactId();
+  return { artifact_id: id, candidate: candidate(overrides, id) };
+}
+
+export function readJson(file: string): unknown {
+  return JSON.parse(readFileSync(file, 'utf8'));
+}

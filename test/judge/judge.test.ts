@@ -1,0 +1,288 @@
+/**
+ * The judge stage (SPEC §5.4) through the engine: rubric by visibility, unjudged = no write,
+ * per-proposal commits only of the proposal as it was judged, untrusted verdicts, the answer cache
+ * and promotion right after a verdict.
+ */
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import type { JudgeStageDef } from '../../engine/config/types.js';
+import type { Provider, ProviderRequest, ProviderResult } from '../../engine/providers/types.js';
+import { judgeWithProviders, judgeWithVerdicts } from '../../engine/stages/judge.js';
+import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
+import { proposalInput, SECRET_FILE, testEngine, type TestEngine } from '../helpers.js';
+
+let t: TestEngine;
+let stage: JudgeStageDef;
+beforeEach(async () => {
+  t = await testEngine();
+  stage = t.pipeline.stages.find((candidate) => candidate.kind === 'judge') as JudgeStageDef;
+});
+
+type Answer = (request: ProviderRequest) => ProviderResult | Promise<ProviderResult>;
+
+/** A provider with a scripted answer that counts its calls; `kind` decides caching and parsing. */
+function fake(name: string, answer: Answer, kind: Provider['kind'] = 'command'): Provider & { calls: ProviderRequest[] } {
+  const calls: ProviderRequest[] = [];
+  return { name, kind, paid: kind !== 'checks', model: 'test-model', deterministic: kind === 'checks', calls, async call(request) { calls.push(request); return answer(request); } };
+}
+
+const allGood = { grounding: 0.9, scope_accuracy: 0.9, generality: 0.9, disclosure: 0.95 };
+const usage = { tokens_in: 120, tokens_out: 30 };
+const text = (value: unknown): ProviderResult => ({ ok: true, text: typeof value === 'string' ? value : JSON.stringify(value), usage });
+const verdict = (passed = true, scores: Record<string, number> = allGood, score = 0.9) => text({ score, passed, criterion_scores: scores, feedback_summary: 'fine' });
+
+function panel(standard: Answer, adversarial: Answer = standard) {
+  const providers = { standard: fake('std', standard), adversarial: fake('adv', adversarial) };
+  const source = { get: (name: string) => (name === 'standard-checks' ? providers.standard : providers.adversarial) };
+  return { providers, source };
+}
+
+async function confirmed(visibility: string, overrides: Record<string, unknown> = {}, args: Record<string, unknown> = {}): Promise<string> {
+  const created = await t.engine.propose(proposalInput(overrides), { stage: 'test', actor: 'cli' });
+  if (created.kind !== 'committed') throw new Error(JSON.stringify(created));
+  const outcome = await runReviewCommand(t.engine, findReviewCommand(t.pipeline, 'confirm')!, created.id, { visibility, ...args }, 'cli');
+  if (outcome.kind !== 'committed') throw new Error(JSON.stringify(outcome));
+  return created.id;
+}
+
+const file = (id: string) => path.join(t.storeDir, 'proposals', `${id}.json`);
+const read = (id: string) => JSON.parse(readFileSync(file(id), 'utf8')) as Record<string, any>;
+async function stored(id: string) {
+  const result = await t.store.read(id);
+  if (result.kind !== 'found') throw new Error(result.kind);
+  return result.stored;
+}
+
+async function judge(id: string, source: { get(name: string): Provider }, useCache = true) {
+  return judgeWithProviders(t.engine, stage, await stored(id), { providers: source, useCache, actor: 'run' });
+}
+
+async function expectUnjudged(id: string, run: () => Promise<{ outcome: { kind: string } }>, reason: RegExp) {
+  const before = readFileSync(file(id), 'utf8');
+  const result = await run();
+  expect(result.outcome.kind).toBe('unjudged');
+  expect((result.outcome as unknown as { reason: string }).reason).toMatch(reason);
+  expect(readFileSync(file(id), 'utf8')).toBe(before);
+  expect(existsSync(path.join(t.storeDir, 'approved', `${id}.json`))).toBe(false);
+}
+
+describe('rubric by visibility', () => {
+  it('approves a private proposal at once with no provider call', async () => {
+    const id = await confirmed('private');
+    const { providers, source } = panel(() => {
+      throw new Error('a provider was called for a private proposal');
+    });
+    const result = await judge(id, source);
+    expect(result.outcome).toMatchObject({ kind: 'committed', to: 'approved' });
+    expect(providers.standard.calls).toHaveLength(0);
+    expect(providers.adversarial.calls).toHaveLength(0);
+    const value = read(id);
+    expect(value.verdict).toEqual({ rubric_id: null, gate_policy: null, score_threshold: null, aggregate_score: null, passed: true, reason: 'private_no_jury', judges: [] });
+    expect(value.judged_at).toMatch(/Z$/);
+  });
+
+  it('judges org with lesson-promotion and public with lesson-promotion-public, one call per seat', async () => {
+    const orgId = await confirmed('org');
+    const pubId = await confirmed('public');
+    const { providers, source } = panel(() => verdict());
+    await judge(orgId, source);
+    await judge(pubId, source);
+    expect(read(orgId).verdict).toMatchObject({ rubric_id: 'lesson-promotion', gate_policy: 'majority', score_threshold: 0.75, passed: true, reason: 'gate_passed' });
+    expect(read(pubId).verdict).toMatchObject({ rubric_id: 'lesson-promotion-public', passed: true });
+    expect(providers.standard.calls.map((call) => call.env['PIPELINE_JUDGE_TYPE'])).toEqual(['standard', 'standard']);
+    expect(providers.adversarial.calls.map((call) => call.env['PIPELINE_PROPOSAL_ID'])).toEqual([orgId, pubId]);
+  });
+
+  it('records each validated judge with its usage and the seat as judge_type', async () => {
+    const id = await confirmed('org');
+    const { source } = panel(() => text({ judge_type: 'supreme', score: 0.9, passed: true, criterion_scores: { ...allGood, charm: 1 }, status: 'approved', extra: 'x' }));
+    await judge(id, source);
+    expect(read(id).verdict.judges).toEqual([
+      { judge_type: 'standard', score: 0.9, passed: true, criterion_scores: { grounding: 0.9, scope_accuracy: 0.9, generality: 0.9 }, usage },
+      { judge_type: 'adversarial', score: 0.9, passed: true, criterion_scores: { grounding: 0.9, scope_accuracy: 0.9, generality: 0.9 }, usage },
+    ]);
+  });
+
+  it('rejects a split panel with jury_not_majority and keeps the file', async () => {
+    const id = await confirmed('org');
+    const { source } = panel(() => verdict(true), () => verdict(false));
+    const result = await judge(id, source);
+    expect(result.outcome).toMatchObject({ kind: 'committed', to: 'rejected' });
+    expect(read(id).verdict).toMatchObject({ passed: false, reason: 'jury_not_majority' });
+  });
+
+  it('rejects public disclosure 0.4 with criterion_floor / failed_criterion disclosure', async () => {
+    const id = await confirmed('public');
+    const { source } = panel(() => verdict(true, { ...allGood, disclosure: 1 }), () => verdict(true, { ...allGood, disclosure: 0.4 }));
+    await judge(id, source);
+    expect(read(id).verdict).toMatchObject({ passed: false, reason: 'criterion_floor', failed_criterion: 'disclosure' });
+    expect(read(id).status).toBe('rejected');
+  });
+
+  it('reads verdicts wrapped in prose and code fences', async () => {
+    const id = await confirmed('org');
+    const { source } = panel(() => text(`Here is my verdict:\n\n\`\`\`json\n${JSON.stringify({ score: 0.9, passed: true, criterion_scores: allGood })}\n\`\`\`\nThanks.`));
+    expect((await judge(id, source)).outcome).toMatchObject({ kind: 'committed', to: 'approved' });
+  });
+});
+
+describe('could not be judged: no transition, nothing written', () => {
+  it.each([
+    ['an unparseable answer', () => text('I think it is fine.'), /not JSON/],
+    ['a wrong-typed passed', () => text({ score: 0.9, passed: 'yes', criterion_scores: allGood }), /passed is not true or false/],
+    ['a score out of range', () => text({ score: 30, passed: true, criterion_scores: allGood }), /outside \[0, 1\]/],
+    ['a criterion score out of range', () => text({ score: 0.9, passed: true, criterion_scores: { ...allGood, disclosure: 30 } }), /disclosure score 30 is outside/],
+    ['an outage', () => ({ ok: false as const, outage: 'HTTP 503 (gave up after 3 attempts)' }), /no usable answer: HTTP 503/],
+    ['an over-large answer', () => text(`{"score": 0.9, "pad": "${'x'.repeat(1024 * 1024)}"}`), /larger than/],
+  ])('with %s from one judge', async (_name, answer, reason) => {
+    const id = await confirmed('public');
+    const { source } = panel(() => verdict(), answer as Answer);
+    await expectUnjudged(id, () => judge(id, source), reason);
+    expect(read(id).status).toBe('confirmed');
+  });
+
+  it('when a floored criterion was scored by no judge', async () => {
+    const id = await confirmed('public');
+    const { grounding, scope_accuracy, generality } = allGood;
+    const { source } = panel(() => verdict(true, { grounding, scope_accuracy, generality }));
+    await expectUnjudged(id, () => judge(id, source), /disclosure has a floor/);
+  });
+
+  it('when the proposal changed while it was being judged (a human unconfirm wins)', async () => {
+    const id = await confirmed('org');
+    const { source } = panel(async () => {
+      await runReviewCommand(t.engine, findReviewCommand(t.pipeline, 'unconfirm')!, id, {}, 'cli');
+      return verdict();
+    }, () => verdict());
+    const result = await judge(id, source);
+    expect(result.outcome).toMatchObject({ kind: 'unjudged', reason: 'the proposal changed while it was being judged' });
+    expect(read(id).status).toBe('pending');
+    expect(read(id)).not.toHaveProperty('verdict');
+  });
+
+  it.each([
+    ['one judge', [{ judge_type: 'standard', score: 0.9, passed: true, criterion_scores: allGood }]],
+    ['three judges', ['standard', 'adversarial', 'standard'].map((judge_type) => ({ judge_type, score: 0.9, passed: true, criterion_scores: allGood }))],
+    ['two of one type', ['standard', 'standard'].map((judge_type) => ({ judge_type, score: 0.9, passed: true, criterion_scores: allGood }))],
+    ['an empty panel', []],
+    ['not an array', { judge_type: 'standard' }],
+    ['a string element', ['standard', { judge_type: 'adversarial', score: 0.9, passed: true, criterion_scores: allGood }]],
+  ])('for external verdicts: %s', async (_name, verdicts) => {
+    const id = await confirmed('org');
+    await expectUnjudged(id, async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: true, value: verdicts }, 'cli'), /./);
+  });
+});
+
+describe('refusals', () => {
+  it('refuses to judge again, naming the status', async () => {
+    const id = await confirmed('org');
+    const { source, providers } = panel(() => verdict());
+    await judge(id, source);
+    const before = readFileSync(file(id), 'utf8');
+    const again = await judge(id, source);
+    expect(again.outcome).toMatchObject({ kind: 'refused' });
+    expect((again.outcome as { message: string }).message).toMatch(new RegExp(`${id} is approved`));
+    expect(readFileSync(file(id), 'utf8')).toBe(before);
+    expect(providers.standard.calls).toHaveLength(1);
+  });
+
+  it('validates again against the confirmed schema before any jury (a hand edit cannot reach the pool)', async () => {
+    for (const visibility of ['private', 'org']) {
+      const id = await confirmed(visibility);
+      const value = read(id);
+      value.candidate.applies_to.scope.versions = { pnpm: '^8' };
+      writeFileSync(file(id), `${JSON.stringify(value, null, 2)}\n`);
+      const before = readFileSync(file(id), 'utf8');
+      const { source, providers } = panel(() => verdict());
+      const result = await judge(id, source);
+      expect(result.outcome).toMatchObject({ kind: 'refused', code: 'schema_invalid' });
+      expect(readFileSync(file(id), 'utf8')).toBe(before);
+      expect(providers.standard.calls).toHaveLength(0);
+    }
+  });
+
+  it('after a verdict, unconfirm is refused for approved and for rejected', async () => {
+    const approved = await confirmed('org');
+    const rejected = await confirmed('org');
+    await judge(approved, panel(() => verdict()).source);
+    await judge(rejected, panel(() => verdict(false)).source);
+    for (const [id, status] of [[approved, 'approved'], [rejected, 'rejected']] as const) {
+      const outcome = await runReviewCommand(t.engine, findReviewCommand(t.pipeline, 'unconfirm')!, id, {}, 'cli');
+      expect(outcome.kind === 'refused' && outcome.message).toMatch(new RegExp(`${id} is ${status}`));
+    }
+  });
+});
+
+describe('the answer cache', () => {
+  it('pays for nothing twice: a re-run uses the validated answers already paid for', async () => {
+    const id = await confirmed('org');
+    const first = panel(() => ({ ok: false, outage: 'HTTP 503' }), () => verdict());
+    await judge(id, first.source);
+    expect(first.providers.adversarial.calls).toHaveLength(1);
+    const second = panel(() => verdict(), () => verdict());
+    const result = await judge(id, second.source);
+    expect(result.outcome.kind).toBe('committed');
+    expect(second.providers.adversarial.calls).toHaveLength(0);
+    expect(second.providers.standard.calls).toHaveLength(1);
+    expect(result.spent).toEqual([usage]);
+  });
+
+  it('never caches an answer that failed validation, and --no-cache bypasses the cache', async () => {
+    const id = await confirmed('org');
+    await judge(id, panel(() => text({ score: 2, passed: true }), () => verdict()).source);
+    const second = panel(() => verdict(), () => verdict());
+    await judge(id, second.source, false);
+    expect(second.providers.standard.calls).toHaveLength(1);
+    expect(second.providers.adversarial.calls).toHaveLength(1);
+  });
+});
+
+describe('token usage', () => {
+  it('keeps null for unknown usage, never 0', async () => {
+    const id = await confirmed('org');
+    const { source } = panel(() => ({ ok: true, text: JSON.stringify({ score: 0.9, passed: true, criterion_scores: allGood }), usage: { tokens_in: null, tokens_out: null } }));
+    await judge(id, source);
+    expect(read(id).verdict.judges[0].usage).toEqual({ tokens_in: null, tokens_out: null });
+  });
+});
+
+describe('the shipped offline judges', () => {
+  it('score every criterion of the rubric they serve, so a valid proposal is always judged', async () => {
+    const { Providers } = await import('../../engine/providers/index.js');
+    const providers = new Providers(t.pipeline, { env: {}, now: () => t.engine.now(), concurrency: 2 });
+    for (const visibility of ['org', 'public']) {
+      const id = await confirmed(visibility);
+      const result = await judge(id, providers);
+      expect(result.outcome.kind).toBe('committed');
+      for (const judge of read(id).verdict.judges) {
+        const rubric = t.pipeline.rubrics.get(read(id).verdict.rubric_id)!;
+        expect(Object.keys(judge.criterion_scores).sort()).toEqual(rubric.criteria.map((criterion) => criterion.name).sort());
+      }
+    }
+  });
+
+  it('reject a public proposal that leaks a token, for its disclosure floor', async () => {
+    const { Providers } = await import('../../engine/providers/index.js');
+    const providers = new Providers(t.pipeline, { env: {}, now: () => t.engine.now(), concurrency: 2 });
+    const id = await confirmed('public', { rationale: 'Publishing failed until the token was set: api_key=pypi-AgEIcHlwaS5vcmcCJGM3ZTYx in the release script.' });
+    await judge(id, providers);
+    expect(read(id).verdict).toMatchObject({ passed: false, reason: 'criterion_floor', failed_criterion: 'disclosure' });
+  });
+});
+
+describe('promotion right after a verdict', () => {
+  it('leaves the verdict when promotion fails, and promote later finishes it', async () => {
+    writeFileSync(SECRET_FILE, 'not hex\n', { mode: 0o600 });
+    onTestFinished(() => rmSync(SECRET_FILE, { force: true }));
+    const { runStage } = await import('../../engine/runner/stage-runs.js');
+    const id = await confirmed('org');
+    const notes: string[] = [];
+    const summary = await runStage(t.engine, stage, { concurrency: 2, dryRun: false, yes: true, useCache: true, cwd: t.storeDir, interactive: false, ask: async () => false, progress: () => ({ tick() {}, done() {} }), note: (line) => notes.push(line), providers: panel(() => verdict()).source });
+    expect(summary.counts['approved']).toBe(1);
+    expect(notes.join('\n')).toMatch(/promotion failed: .*malformed/);
+    expect(read(id).status).toBe('approved');
+    expect(read(id)).not.toHaveProperty('promoted_at');
+    expect(existsSync(path.join(t.storeDir, 'approved', `${id}.json`))).toBe(false);
+  });
+});
