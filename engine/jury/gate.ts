@@ -37,7 +37,7 @@ export function checkPanel(rubric: Rubric, judges: readonly Verdict[]): string |
 export function checkCoverage(rubric: Rubric, judges: readonly Verdict[]): string | undefined {
   let scoredWeight = 0;
   for (const criterion of rubric.criteria) {
-    const scored = judges.some((judge) => criterion.name in judge.criterion_scores);
+    const scored = judges.some((judge) => Object.hasOwn(judge.criterion_scores, criterion.name));
     if (scored) scoredWeight += criterion.weight;
     else if (criterion.min_pass !== undefined) return `criterion ${criterion.name} has a floor (${criterion.min_pass}) but no judge scored it`;
   }
@@ -56,7 +56,7 @@ export function aggregate(rubric: Rubric, judges: readonly Verdict[]): number {
   let weighted = 0;
   let weights = 0;
   for (const criterion of rubric.criteria) {
-    const scores = judges.filter((judge) => criterion.name in judge.criterion_scores).map((judge) => judge.criterion_scores[criterion.name]!);
+    const scores = judges.filter((judge) => Object.hasOwn(judge.criterion_scores, criterion.name)).map((judge) => judge.criterion_scores[criterion.name]!);
     if (scores.length === 0) continue;
     weighted += criterion.weight * (scores.reduce((sum, score) => sum + score, 0) / scores.length);
     weights += criterion.weight;
@@ -69,7 +69,7 @@ export function aggregate(rubric: Rubric, judges: readonly Verdict[]): number {
 export function failedFloor(rubric: Rubric, judges: readonly Verdict[]): string | undefined {
   for (const criterion of rubric.criteria) {
     if (criterion.min_pass === undefined) continue;
-    const scores = judges.filter((judge) => criterion.name in judge.criterion_scores).map((judge) => judge.criterion_scores[criterion.name]!);
+    const scores = judges.filter((judge) => Object.hasOwn(judge.criterion_scores, criterion.name)).map((judge) => judge.criterion_scores[criterion.name]!);
     if (scores.length && Math.min(...scores) < criterion.min_pass - TOLERANCE) return criterion.name;
   }
   return undefined;

@@ -1,6 +1,6 @@
 /**
  * A credential and secret scanner: well-known token formats plus `key = value` assignments of
- * long opaque values. Used by `checks` providers for a disclosure criterion. Pure.
+ * long opaque values. Used by `checks` providers (e.g. for a criterion about leaking secrets). Pure.
  */
 export interface SecretPattern {
   name: string;

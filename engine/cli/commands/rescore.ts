@@ -1,7 +1,133 @@
-import { PipelineError } from '../../errors.js';
+/**
+ * `pipeline rescore --rubric FILE …` (SPEC §5.7): the shell around engine/jury/rescore.ts. It
+ * reads the edited rubrics and the recorded verdicts, and prints; it calls no provider and writes
+ * nothing, so a user can try a rubric edit for free before paying for a new jury run.
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { configValidators } from '../../config/config-schemas.js';
+import type { PromoteStageDef, Rubric } from '../../config/types.js';
+import { checkYamlFile } from '../../config/validate-file.js';
+import type { Engine } from '../../engine.js';
+import { EXIT, PipelineError, type Issue } from '../../errors.js';
+import { collectRecorded, replayRubric, type Flip, type Recorded, type Replay } from '../../jury/rescore.js';
+import { listWords } from '../../util/suggest.js';
+import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
 
+const USAGE = 'usage: pipeline rescore --rubric FILE [--rubric FILE …] [--json]';
+/** The same default the pipeline loader applies (SPEC §2). */
+const DEFAULT_COVERAGE = 0.6;
+
+interface EditedRubric {
+  file: string;
+  rubric: Rubric;
+}
+
+/** Read and validate every edited rubric; all issues of all files are collected before refusing. */
+async function readRubrics(context: Context, files: readonly string[]): Promise<EditedRubric[]> {
+  const validators = await configValidators();
+  const issues: Issue[] = [];
+  const rubrics: EditedRubric[] = [];
+  for (const given of files) {
+    const file = path.normalize(given);
+    let text: string | { error: string };
+    try {
+      text = await readFile(path.resolve(context.io.cwd, given), 'utf8');
+    } catch (error) {
+      text = { error: (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message };
+    }
+    const checked = checkYamlFile<Rubric>(file, text, validators.rubric, context.io.env);
+    issues.push(...checked.issues);
+    if (checked.data && checked.issues.length === 0) rubrics.push({ file, rubric: { ...checked.data, min_criterion_coverage: checked.data.min_criterion_coverage ?? DEFAULT_COVERAGE } });
+  }
+  const errors = issues.filter((issue) => issue.severity === 'error').length;
+  if (errors) {
+    throw new PipelineError('rescore.rubric_invalid', `invalid rubric (${errors} ${errors === 1 ? 'error' : 'errors'}); nothing was replayed`, {
+      issues,
+      hint: 'an edited rubric must pass the same checks as any rubric; fix it and run rescore again',
+    });
+  }
+  return rubrics;
+}
+
+/** The ledgers the promote stages append verdict rows to (shipped: declined), with each row's id field. */
+function juryLedgers(engine: Engine): { ledger: string; key: string }[] {
+  const promotes = engine.pipeline.stages.filter((stage): stage is PromoteStageDef => stage.kind === 'promote');
+  const found = new Map<string, string>();
+  for (const outcome of promotes.flatMap((stage) => Object.values(stage.outcomes))) {
+    if (outcome.append && !found.has(outcome.append)) found.set(outcome.append, outcome.key ?? 'id');
+  }
+  return [...found].map(([ledger, key]) => ({ ledger, key }));
+}
+
+/** Every recorded decision in the store, read through the store interface only. */
+async function readRecorded(context: Context, engine: Engine): Promise<Recorded> {
+  const { items, malformed } = await engine.store.list();
+  for (const id of malformed) context.out.warn(`${id}: the proposal file is empty, truncated or not a JSON object — skipped, left as it is`);
+  const ledgerRows: { id: unknown; verdict: unknown }[] = [];
+  for (const { ledger, key } of juryLedgers(engine)) {
+    for (const row of await engine.store.readLedger(ledger)) ledgerRows.push({ id: row[key], verdict: row['verdict'] });
+  }
+  const recorded = collectRecorded({ proposals: items.map((item) => ({ ...item.proposal, id: item.id })), present: new Set([...items.map((item) => item.id), ...malformed]), ledgerRows });
+  for (const id of recorded.unreadable) context.out.warn(`${id}: the recorded verdict is not a verdict (hand-edited?) — not replayed`);
+  return recorded;
+}
+
+const score = (value: number | null): string => (value === null ? '—' : value.toFixed(4));
+const reasonOf = (reason: string, failed: string | null): string => (failed ? `${reason} (${failed})` : reason);
+const plural = (count: number, one: string, many = `${one}s`): string => `${count} ${count === 1 ? one : many}`;
+
+/** One summary line, then a table of the flips (stays are only counted). */
+function renderReplay(file: string, replay: Replay, ledgerFiles: readonly string[]): string[] {
+  const id = replay.rubric_id;
+  const scope = replay.no_jury ? `; ${plural(replay.no_jury, 'no-jury proposal')} out of scope` : '';
+  if (replay.considered === 0) {
+    const elsewhere = replay.other_rubrics ? ` (${plural(replay.other_rubrics, 'panel was', 'panels were')} recorded under other rubric ids)` : '';
+    return [`${file} (${id}): no recorded panels for rubric ${id}${elsewhere}${scope}`];
+  }
+  const { counts } = replay;
+  const lines = [
+    `${file} (${id}): ${plural(replay.considered, 'recorded panel')} — ${replay.stay} stay, ${counts.approved_to_rejected} approved → rejected, ` +
+      `${counts.rejected_to_approved} rejected → approved, ${counts.judged_to_unjudged} judged → unjudged${scope}`,
+  ];
+  const flips: Flip[] = [...replay.flips.approved_to_rejected, ...replay.flips.rejected_to_approved, ...replay.flips.judged_to_unjudged];
+  if (flips.length === 0) return [...lines, '  no decision would change'];
+  const rows = [
+    ['ID', 'CHANGE', 'AGGREGATE', 'REASON'],
+    ...flips.map((flip) => [
+      `${flip.id}${flip.source === 'ledger' ? '*' : ''}`,
+      `${flip.from} → ${flip.to}`,
+      `${score(flip.old_aggregate)} → ${score(flip.new_aggregate)}`,
+      `${reasonOf(flip.old_reason, flip.old_failed_criterion)} → ${reasonOf(flip.new_reason, flip.new_failed_criterion)}`,
+    ]),
+  ];
+  const widths = [0, 1, 2].map((column) => Math.max(...rows.map((row) => row[column]!.length)));
+  lines.push('', ...rows.map((row) => `  ${row.map((cell, column) => (column < 3 ? cell.padEnd(widths[column]!) : cell)).join('  ')}`.trimEnd()));
+  if (flips.some((flip) => flip.source === 'ledger')) lines.push(`  * read from ${listWords(ledgerFiles)}: the proposal file is gone`);
+  return lines;
+}
+
 export async function runRescore(context: Context): Promise<number> {
-  void context;
-  throw new PipelineError('not_implemented', 'rescore is not implemented yet');
+  const files = (context.parsed.values['rubric'] as string[] | undefined) ?? [];
+  if (files.length === 0) throw new UsageError('rescore: --rubric FILE is required', USAGE);
+  const edited = await readRubrics(context, files);
+  const engine = await context.engine();
+  for (const { file, rubric } of edited) {
+    if (!engine.pipeline.rubrics.has(rubric.id)) {
+      context.out.note(`note: ${file}: rubric id "${rubric.id}" is not one of this pipeline's rubrics (${listWords([...engine.pipeline.rubrics.keys()])}); panels are matched by id`);
+    }
+  }
+  const recorded = await readRecorded(context, engine);
+  const reports = edited.map(({ file, rubric }) => ({ file, ...replayRubric(rubric, recorded) }));
+  if (context.json) {
+    context.out.data({ rubrics: reports });
+    return EXIT.ok;
+  }
+  const ledgerFiles = juryLedgers(engine).map(({ ledger }) => engine.pipeline.ledgers[ledger] ?? ledger);
+  reports.forEach((report, index) => {
+    if (index > 0) context.out.line();
+    for (const line of renderReplay(report.file, report, ledgerFiles)) context.out.line(line);
+  });
+  return EXIT.ok;
 }
