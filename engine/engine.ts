@@ -96,6 +96,7 @@ export class Engine {
       const message = decision.entering ? `${id} is already ${status}; nothing changed` : `${id} stays ${status}; nothing written`;
       return { kind: 'unchanged', id, event, status, proposal, message };
     }
+    if (options.actor === 'cli') await this.repair(stored, undefined, [], options);
     const audit: AuditRow = { at: now, id, event, from: decision.from, to: decision.to, stage: options.stage, actor: options.actor };
     const result = await this.store.commit(id, stored.version, decision.proposal, audit, decision.rows);
     if (!result.ok) {
@@ -116,8 +117,9 @@ export class Engine {
     const status = String(proposal['status']);
     const last = await this.store.lastAudit(id);
     if (!last || last.to !== status) {
-      const event = entering?.event ?? this.pipeline.lifecycle.transitions.find((t) => t.target === status && t.from === (last?.to ?? null))?.event ?? 'repair';
-      await this.store.appendAudit({ at: this.now(), id, event, from: last?.to ?? null, to: status, stage: options.stage, actor: options.actor });
+      const from = last?.to ?? null;
+      const event = entering && entering.from === from ? entering.event : this.eventBetween(from, status);
+      await this.store.appendAudit({ at: this.now(), id, event, from, to: status, stage: options.stage, actor: options.actor });
     }
     for (const row of rows) {
       if (row.key === undefined) continue;
@@ -125,6 +127,31 @@ export class Engine {
       const existing = await this.store.readLedger(row.ledger);
       if (!existing.some((candidate) => candidate[row.key!] === keyValue)) await this.store.appendLedger(row.ledger, row.row);
     }
+  }
+
+  /**
+   * Repair the audit log after a crash between a commit's steps: every proposal whose status is
+   * not the `to` of its last audit row gets the missing row. One pass over the log and the status
+   * index; run at the start of a batch. Returns how many rows were added.
+   */
+  async repairAudit(stage: string, actor: Actor): Promise<number> {
+    const last = new Map<string, string>();
+    for (const row of await this.store.readAudit()) last.set(row.id, row.to);
+    let repaired = 0;
+    const { byId } = await this.store.statuses();
+    for (const [id, state] of [...byId].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const from = last.get(id) ?? null;
+      if (from === state || !this.pipeline.lifecycle.states.includes(state)) continue;
+      await this.store.appendAudit({ at: this.now(), id, event: this.eventBetween(from, state), from, to: state, stage, actor });
+      repaired++;
+    }
+    return repaired;
+  }
+
+  /** The event that moves `from` to `to` (create from nothing), for repair rows. */
+  private eventBetween(from: string | null, to: string): string {
+    if (from === null) return 'create';
+    return this.pipeline.lifecycle.transitions.find((t) => t.from === from && t.target === to)?.event ?? 'repair';
   }
 
   /** The ledger that records declined source keys, if the pipeline has a transform stage. */

@@ -31,7 +31,8 @@ export async function runReviewWalk(context: Context, engine: Engine, stage: Rev
   const rl = createInterface({ input: context.io.stdin, output: context.io.stderr as NodeJS.WritableStream });
   const choices = stage.walk?.choices ?? [...commands.map((command) => ({ key: command.name[0]!, label: command.name, command: command.name, ask: Object.keys(command.def.args ?? {}) })), { key: 'q', label: 'quit', command: 'quit' }];
   const menu = choices.map((choice) => `[${choice.key}] ${choice.label ?? choice.command}`).join('  ');
-  let done = 0;
+  let decided = 0;
+  let left = 0;
   try {
     outer: for (const [index, id] of ids.entries()) {
       const read = await engine.read(id);
@@ -54,15 +55,14 @@ export async function runReviewWalk(context: Context, engine: Engine, stage: Rev
         }
         const outcome = await runReviewCommand(engine, command, id, args, 'cli');
         printOutcome(context.out, outcome);
-        if (outcome.kind !== 'refused') {
-          done++;
-          break;
-        }
+        if (outcome.kind === 'committed') decided++;
+        if (outcome.kind === 'unchanged') left++;
+        if (outcome.kind !== 'refused') break;
       }
     }
   } finally {
     rl.close();
   }
-  context.out.line(`${stage.name}: ${done} decided, ${(await engine.store.ids(from)).ids.length} still ${from}`);
+  context.out.line(`${stage.name}: ${decided} decided, ${left} left for later, ${(await engine.store.ids(from)).ids.length} still ${from}`);
   return EXIT.ok;
 }

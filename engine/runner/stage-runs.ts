@@ -60,6 +60,10 @@ async function confirmSpend(plan: BatchPlan, noun: string, options: RunOptions):
 }
 
 export async function runStage(engine: Engine, stage: StageDef, options: RunOptions): Promise<Summary> {
+  if (!options.dryRun && stage.kind !== 'review') {
+    const repaired = await engine.repairAudit(stage.name, 'run');
+    if (repaired) options.note(`${stage.name}: added ${repaired} audit row${repaired === 1 ? '' : 's'} missing after an interrupted commit`);
+  }
   switch (stage.kind) {
     case 'transform':
       return runTransform(engine, stage, options);

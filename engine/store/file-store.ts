@@ -132,6 +132,17 @@ export class FileStore implements Store {
     return { counts, malformed: malformed.sort(), unknown };
   }
 
+  async statuses(): Promise<{ byId: Map<string, string>; malformed: string[] }> {
+    const { entries } = await this.scan();
+    const byId = new Map<string, string>();
+    const malformed: string[] = [];
+    for (const [id, entry] of entries) {
+      if (entry.status === null) malformed.push(id);
+      else byId.set(id, entry.status);
+    }
+    return { byId, malformed: malformed.sort() };
+  }
+
   async keyOwner(key: string): Promise<string | undefined> {
     const marker = path.join(this.location, '.index', 'keys', keyFileName(key));
     const text = await readTextIfExists(marker);

@@ -53,6 +53,8 @@ export interface Store {
   /** Ids (sorted) in a status, without reading the proposals. */
   ids(status: string): Promise<{ ids: string[]; malformed: string[] }>;
   counts(states: readonly string[]): Promise<Counts>;
+  /** Every proposal's status in one pass, without reading the proposals (malformed ones apart). */
+  statuses(): Promise<{ byId: Map<string, string>; malformed: string[] }>;
   /** Is this source key taken by a proposal? (Ledger rows are checked by the caller.) */
   keyOwner(key: string): Promise<string | undefined>;
   /** Create a proposal; refuses a key already taken. Writes the file, then the audit row. */

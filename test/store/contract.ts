@@ -82,6 +82,8 @@ export function storeContract(name: string, hooks: ContractHooks): void {
       expect(counts).toEqual({ pending: 2, confirmed: 2, passed: 0 });
       expect(malformed).toEqual([]);
       expect(unknown).toEqual({});
+      const { byId } = await store.statuses();
+      expect(Object.fromEntries(byId)).toEqual({ [ids[0]!]: 'confirmed', [ids[1]!]: 'pending', [ids[2]!]: 'confirmed', [ids[3]!]: 'pending' });
     });
 
     it('reports a malformed proposal by id and never counts or lists it', async () => {
