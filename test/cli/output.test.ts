@@ -1,0 +1,77 @@
+/** Output conventions in-process: colours only on a terminal and never with NO_COLOR; the progress bar only on a terminal; --limit. */
+import { PassThrough } from 'node:stream';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Output, type Io } from '../../engine/cli/io.js';
+import { main } from '../../engine/cli/main.js';
+import { proposalInput, ROOT, tempDir } from '../helpers.js';
+
+function io(options: { tty: boolean; env?: Record<string, string>; input?: string }): Io & { out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  const stdin = new PassThrough();
+  stdin.end(options.input ?? '');
+  return {
+    stdout: { write: (text: string) => (out += text) },
+    stderr: { write: (text: string) => (err += text) },
+    stdin,
+    cwd: ROOT,
+    env: { ...process.env, PIPELINE_CONFIG_CACHE: 'off', ...options.env },
+    interactive: false,
+    stderrIsTTY: options.tty,
+    onInterrupt: () => () => {},
+    out: () => out,
+    err: () => err,
+  };
+}
+
+describe('colours', () => {
+  it('colour refusals on a terminal, and never with NO_COLOR or off a terminal', () => {
+    const { NO_COLOR: _unset, ...env } = process.env;
+    void _unset;
+    const onTerminal = io({ tty: true, env: {} });
+    new Output({ ...onTerminal, env }, { json: false }).refused('no');
+    expect(onTerminal.err()).toContain('\u001b[');
+    const noColor = io({ tty: true, env: { NO_COLOR: '1' } });
+    new Output(noColor, { json: false }).refused('no');
+    expect(noColor.err()).toBe('refused: no\n');
+    const piped = io({ tty: false });
+    new Output({ ...piped, env }, { json: false }).refused('no');
+    expect(piped.err()).toBe('refused: no\n');
+  });
+});
+
+describe('runs', () => {
+  async function seeded(count: number): Promise<Record<string, string>> {
+    const env = { PIPELINE_STORE: path.join(tempDir(), 'store'), NO_COLOR: '1' };
+    for (let i = 0; i < count; i++) {
+      const propose = io({ tty: false, env, input: JSON.stringify(proposalInput()) });
+      await main(['propose', '-'], propose);
+      await main(['confirm', propose.out().trim(), '--visibility', 'private'], io({ tty: false, env }));
+    }
+    return env;
+  }
+
+  it('draws a progress bar on a terminal only', async () => {
+    const env = await seeded(3);
+    const terminal = io({ tty: true, env });
+    expect(await main(['run', 'judge', '--limit', '1'], terminal)).toBe(0);
+    expect(terminal.err()).toMatch(/\rjudge \[#+-*\] 1\/1/);
+    const piped = io({ tty: false, env });
+    expect(await main(['run', 'judge'], piped)).toBe(0);
+    expect(piped.err()).not.toContain('\r');
+  });
+
+  it('processes at most --limit N proposals', async () => {
+    const env = await seeded(3);
+    const run = io({ tty: false, env });
+    expect(await main(['run', 'judge', '--limit', '2', '--json'], run)).toBe(0);
+    expect(JSON.parse(run.out()).counts.approved).toBe(2);
+    const status = io({ tty: false, env });
+    await main(['status', '--json'], status);
+    expect(JSON.parse(status.out())).toMatchObject({ confirmed: 1, approved: 2 });
+    const bad = io({ tty: false, env });
+    expect(await main(['run', 'judge', '--limit', '0'], bad)).toBe(1);
+    expect(bad.err()).toMatch(/--limit must be a whole number of 1 or more/);
+  });
+});
