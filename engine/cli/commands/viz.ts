@@ -1,7 +1,122 @@
-import { PipelineError } from '../../errors.js';
+/**
+ * `pipeline viz`: render the lifecycle with live counts (SPEC §8) to stdout or `--out FILE`, or
+ * serve the page on 127.0.0.1 with `--serve` until Ctrl-C. The visualizer is imported on demand so
+ * the layout engine never slows down the start of any other command.
+ */
+import path from 'node:path';
+import { EXIT, PipelineError } from '../../errors.js';
+import type { Lifecycle } from '../../lifecycle/machine.js';
+import { writeFileAtomic } from '../../store/files.js';
+import { listWords } from '../../util/suggest.js';
+import type { VizSnapshot } from '../../viz/index.js';
+import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
 
+const USAGE = 'usage: pipeline viz [--format html|svg|dot|mermaid|json] [--out FILE] [--serve [--port N]]';
+const FORMATS = ['html', 'svg', 'dot', 'mermaid', 'json'] as const;
+type Format = (typeof FORMATS)[number];
+/** The served page's default port (0 picks a free one). */
+export const DEFAULT_PORT = 4173;
+
+interface VizOptions {
+  format: Format;
+  out?: string;
+  serve?: { port: number };
+}
+
+/** Read and check the options before anything is loaded; every misuse is a usage error. */
+export function parseVizOptions(values: Record<string, unknown>, json: boolean): VizOptions {
+  const given = values['format'] as string | undefined;
+  if (given !== undefined && !(FORMATS as readonly string[]).includes(given)) {
+    throw new UsageError(`unknown format "${given}" (expected ${listWords([...FORMATS])})`, USAGE);
+  }
+  if (json && given !== undefined && given !== 'json') throw new UsageError(`--json asks for --format json, not --format ${given}`, USAGE);
+  const format = (given ?? (json ? 'json' : 'html')) as Format;
+  const out = values['out'] as string | undefined;
+  const port = values['port'] as string | undefined;
+  if (!values['serve']) {
+    if (port !== undefined) throw new UsageError('--port needs --serve', USAGE);
+    return { format, ...(out !== undefined ? { out } : {}) };
+  }
+  if (format !== 'html') throw new UsageError(`--serve serves the html page; it cannot serve --format ${format}`, USAGE);
+  if (out !== undefined) throw new UsageError('--serve and --out cannot be combined: write the file, or serve the page', USAGE);
+  if (port !== undefined && (!/^[0-9]+$/.test(port) || Number(port) > 65535)) throw new UsageError(`--port must be a whole number from 0 to 65535, got "${port}"`, USAGE);
+  return { format, serve: { port: port === undefined ? DEFAULT_PORT : Number(port) } };
+}
+
 export async function runViz(context: Context): Promise<number> {
-  void context;
-  throw new PipelineError('not_implemented', 'viz is not implemented yet');
+  const options = parseVizOptions(context.parsed.values, context.json);
+  const engine = await context.engine();
+  const viz = await import('../../viz/index.js');
+  const { lifecycle, stages } = engine.pipeline;
+  const title = viz.titleField(stages);
+
+  // Report each unreadable file or unknown status once, however often a served page polls.
+  const reported = new Set<string>();
+  const read: Read = async (cap) => {
+    const result = await viz.readSnapshot(engine.store, lifecycle.states, title, cap);
+    for (const id of result.malformed) {
+      if (!reported.has(id)) context.out.warn(`${id}: the proposal file is empty, truncated or not a JSON object — skipped, left as it is`);
+      reported.add(id);
+    }
+    for (const [status, count] of Object.entries(result.unknown)) {
+      if (!reported.has(`status:${status}`)) context.out.warn(`${count} ${count === 1 ? 'proposal has' : 'proposals have'} status "${status}", which the lifecycle does not know — not shown`);
+      reported.add(`status:${status}`);
+    }
+    return result.snapshot;
+  };
+
+  if (options.serve) return serve(context, options.serve.port, viz, read, lifecycle);
+
+  // Only the page lists proposals; the other formats need the counts alone.
+  const snapshot = await read(options.format === 'html' ? undefined : 0);
+  const graph = viz.buildGraph(lifecycle, snapshot.counts);
+  const text = viz.renderFormat(options.format, graph, snapshot, { generatedAt: engine.now() });
+  if (options.out === undefined) {
+    context.io.stdout.write(text);
+    return EXIT.ok;
+  }
+  const target = path.resolve(context.io.cwd, options.out);
+  try {
+    await writeFileAtomic(target, text);
+  } catch (error) {
+    throw new PipelineError('viz.write', `cannot write ${options.out}: ${(error as Error).message}`);
+  }
+  context.out.note(`wrote ${options.out} (${options.format})`);
+  return EXIT.ok;
+}
+
+type Viz = typeof import('../../viz/index.js');
+type Read = (cap?: number) => Promise<VizSnapshot>;
+
+/**
+ * Serve until Ctrl-C. Ctrl-C is how a served page is meant to end, not an interruption of
+ * unfinished work, so it exits 0 (runs exit 130).
+ */
+async function serve(context: Context, port: number, viz: Viz, read: Read, lifecycle: Lifecycle): Promise<number> {
+  let server;
+  try {
+    server = await viz.startVizServer({
+      port,
+      page: async () => {
+        const snapshot = await read();
+        return viz.renderHtml(viz.buildGraph(lifecycle, snapshot.counts), snapshot, { live: true });
+      },
+      state: () => read(),
+      onError: (error) => context.out.warn(`viz: ${(error as Error).message}`),
+    });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new PipelineError('viz.listen', `cannot listen on 127.0.0.1:${port}: ${code === 'EADDRINUSE' ? 'the port is in use' : (error as Error).message}`, { hint: '--port 0 picks a free port' });
+  }
+  context.out.note(`serving ${server.url} (Ctrl-C to stop)`);
+  await new Promise<void>((resolve) => {
+    const remove = context.io.onInterrupt(() => {
+      remove();
+      resolve();
+    });
+  });
+  await server.close();
+  context.out.note('stopped');
+  return EXIT.ok;
 }
