@@ -123,9 +123,7 @@ export class Engine {
     }
     for (const row of rows) {
       if (row.key === undefined) continue;
-      const keyValue = row.row[row.key];
-      const existing = await this.store.readLedger(row.ledger);
-      if (!existing.some((candidate) => candidate[row.key!] === keyValue)) await this.store.appendLedger(row.ledger, row.row);
+      if (!(await this.store.ledgerHas(row.ledger, row.key, row.row[row.key]))) await this.store.appendLedger(row.ledger, row.row);
     }
   }
 

@@ -49,8 +49,7 @@ export async function promote(engine: Engine, stage: PromoteStageDef, stored: St
     await engine.store.writeEntry(outcome.write, id, value);
   } else if (outcome.append && outcome.key) {
     const row = value as Record<string, unknown>;
-    const rows = await engine.store.readLedger(outcome.append);
-    if (!rows.some((existing) => existing[outcome.key!] === row[outcome.key!])) await engine.store.appendLedger(outcome.append, row);
+    if (!(await engine.store.ledgerHas(outcome.append, outcome.key, row[outcome.key]))) await engine.store.appendLedger(outcome.append, row);
   }
   const next = structuredClone(proposal);
   setPath(next, stage.stamp, now);

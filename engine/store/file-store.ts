@@ -12,7 +12,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { LedgerRow, Proposal } from '../lifecycle/effects.js';
 import { isUlid } from '../util/ids.js';
-import { appendLine, readJsonLines, readTextIfExists, writeFileAtomic } from './files.js';
+import { appendLine, readFrom, readJsonLines, readTextIfExists, writeFileAtomic } from './files.js';
 import { acquire, tryAcquire } from './owner-files.js';
 import { scanProposals } from './proposal-index.js';
 import {
@@ -57,6 +57,8 @@ export class FileStore implements Store {
   private readonly ledgers: Readonly<Record<string, string>>;
   private readonly keyField: string;
   private readonly made = new Set<string>();
+  /** Per ledger file and field: the values seen so far and how far the file was read. */
+  private readonly ledgerIndex = new Map<string, { offset: number; ino: number; values: Set<string> }>();
 
   constructor(options: FileStoreOptions) {
     this.location = path.resolve(options.dir);
@@ -207,6 +209,32 @@ export class FileStore implements Store {
     return (await readJsonLines(this.ledgerFile(ledger))).rows;
   }
 
+  async ledgerHas(ledger: string, field: string, value: unknown): Promise<boolean> {
+    const file = this.ledgerFile(ledger);
+    const key = `${file}\u0000${field}`;
+    const stat = await fs.stat(file).catch(() => undefined);
+    let index = this.ledgerIndex.get(key);
+    // Ledgers only grow; a file that shrank or was replaced is read again from the start.
+    if (!index || !stat || stat.size < index.offset || stat.ino !== index.ino) {
+      index = { offset: 0, ino: stat?.ino ?? 0, values: new Set() };
+      this.ledgerIndex.set(key, index);
+    }
+    // Read only what was appended since the last question (by any process).
+    const tail = await readFrom(file, index.offset);
+    const end = tail.lastIndexOf('\n') + 1;
+    for (const line of tail.slice(0, end).split('\n')) {
+      if (!line) continue;
+      try {
+        const row = JSON.parse(line) as Record<string, unknown>;
+        if (row && typeof row === 'object') index.values.add(JSON.stringify(row[field] ?? null));
+      } catch {
+        // a torn line is not a row
+      }
+    }
+    index.offset += Buffer.byteLength(tail.slice(0, end), 'utf8');
+    return index.values.has(JSON.stringify(value ?? null));
+  }
+
   async appendAudit(row: AuditRow): Promise<void> {
     await this.ensureDir(this.location);
     await appendLine(path.join(this.location, AUDIT_FILE), row);
@@ -217,23 +245,45 @@ export class FileStore implements Store {
   }
 
   async lastAudit(id: string): Promise<AuditRow | undefined> {
-    const text = await readTextIfExists(path.join(this.location, AUDIT_FILE));
-    if (text === undefined) return undefined;
-    const needle = `"id":${JSON.stringify(id)}`;
-    let last: AuditRow | undefined;
-    let from = text.indexOf(needle);
-    while (from >= 0) {
-      const start = text.lastIndexOf('\n', from) + 1;
-      const end = text.indexOf('\n', from);
-      try {
-        const row = JSON.parse(text.slice(start, end < 0 ? undefined : end)) as AuditRow;
-        if (row.id === id) last = row;
-      } catch {
-        // a torn line
-      }
-      from = text.indexOf(needle, end < 0 ? text.length : end);
+    // Scan backwards from the end: a proposal's latest row is usually recent.
+    const file = path.join(this.location, AUDIT_FILE);
+    let handle;
+    try {
+      handle = await fs.open(file, 'r');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
     }
-    return last;
+    try {
+      const needle = `"id":${JSON.stringify(id)}`;
+      const { size } = await handle.stat();
+      const chunk = 1 << 20;
+      let position = size;
+      let carry = '';
+      while (position > 0) {
+        const start = Math.max(0, position - chunk);
+        const buffer = Buffer.alloc(position - start);
+        await handle.read(buffer, 0, buffer.length, start);
+        position = start;
+        const text = buffer.toString('utf8') + carry;
+        const first = start === 0 ? 0 : text.indexOf('\n') + 1;
+        carry = text.slice(0, first);
+        const lines = text.slice(first).split('\n');
+        for (let i = lines.length - 1; i >= 0; i--) {
+          const line = lines[i]!;
+          if (!line.includes(needle)) continue;
+          try {
+            const row = JSON.parse(line) as AuditRow;
+            if (row.id === id) return row;
+          } catch {
+            // a torn line
+          }
+        }
+      }
+      return undefined;
+    } finally {
+      await handle.close();
+    }
   }
 
   async claim(stage: string, key: string): Promise<Claim | null> {

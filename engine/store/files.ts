@@ -107,6 +107,26 @@ export async function readJsonLines(file: string): Promise<{ rows: Record<string
   return { rows, skipped };
 }
 
+/** The text of `file` from byte `offset` to its end ('' when missing or shorter). */
+export async function readFrom(file: string, offset: number): Promise<string> {
+  let handle;
+  try {
+    handle = await fs.open(file, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
+    throw error;
+  }
+  try {
+    const { size } = await handle.stat();
+    if (size <= offset) return '';
+    const buffer = Buffer.alloc(size - offset);
+    await handle.read(buffer, 0, buffer.length, offset);
+    return buffer.toString('utf8');
+  } finally {
+    await handle.close();
+  }
+}
+
 export async function readTextIfExists(file: string): Promise<string | undefined> {
   try {
     return await fs.readFile(file, 'utf8');

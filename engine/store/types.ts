@@ -63,6 +63,8 @@ export interface Store {
   commit(id: string, version: string, next: Proposal, audit: AuditRow | null, rows: readonly LedgerRow[]): Promise<CommitResult>;
   appendLedger(ledger: string, row: Record<string, unknown>): Promise<void>;
   readLedger(ledger: string): Promise<Record<string, unknown>[]>;
+  /** Does the ledger hold a row whose `field` is `value`? (Cheap to ask repeatedly.) */
+  ledgerHas(ledger: string, field: string, value: unknown): Promise<boolean>;
   appendAudit(row: AuditRow): Promise<void>;
   /** The latest audit row of a proposal. */
   lastAudit(id: string): Promise<AuditRow | undefined>;

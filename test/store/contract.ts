@@ -8,6 +8,8 @@ import type { AuditRow, Store } from '../../engine/store/types.js';
 
 export interface ContractHooks {
   make(): Promise<Store>;
+  /** A second handle on the same store (another process, in effect). */
+  reopen(store: Store): Promise<Store>;
   /** Put raw garbage where a proposal with this id would be. */
   corrupt(store: Store, id: string, text: string): Promise<void>;
 }
@@ -111,6 +113,17 @@ export function storeContract(name: string, hooks: ContractHooks): void {
       await store.appendAudit(audit(ids[0]!, 'confirmed', 'pending', 'confirm'));
       expect((await store.lastAudit(ids[0]!))?.to).toBe('confirmed');
       expect(await store.lastAudit(ids[2]!)).toBeUndefined();
+    });
+
+    it('answers ledger membership by field, including rows appended later or by another store', async () => {
+      const store = await hooks.make();
+      expect(await store.ledgerHas('declined', 'id', 'x')).toBe(false);
+      await store.appendLedger('declined', { id: 'x', reason: 'r' });
+      expect(await store.ledgerHas('declined', 'id', 'x')).toBe(true);
+      expect(await store.ledgerHas('declined', 'reason', 'x')).toBe(false);
+      const other = await hooks.reopen(store);
+      await other.appendLedger('declined', { id: 'y' });
+      expect(await store.ledgerHas('declined', 'id', 'y')).toBe(true);
     });
 
     it('gives a claim to one holder at a time', async () => {

@@ -13,6 +13,7 @@ const make = (dir = tempDir('pipeline-store-')) => new FileStore({ dir, ledgers,
 
 storeContract('file store', {
   make: async () => make(),
+  reopen: async (store) => make(store.location),
   corrupt: async (store, id, text) => {
     mkdirSync(path.join(store.location, 'proposals'), { recursive: true });
     writeFileSync(path.join(store.location, 'proposals', `${id}.json`), text);
