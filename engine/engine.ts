@@ -96,7 +96,6 @@ export class Engine {
       const message = decision.entering ? `${id} is already ${status}; nothing changed` : `${id} stays ${status}; nothing written`;
       return { kind: 'unchanged', id, event, status, proposal, message };
     }
-    if (options.actor === 'cli') await this.repair(stored, undefined, [], options);
     const audit: AuditRow = { at: now, id, event, from: decision.from, to: decision.to, stage: options.stage, actor: options.actor };
     const result = await this.store.commit(id, stored.version, decision.proposal, audit, decision.rows);
     if (!result.ok) {
