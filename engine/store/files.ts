@@ -6,9 +6,18 @@
  * Hand-written rather than `write-file-atomic` because that package does not fsync the directory
  * (the rename is not durable without it) and queues writes per file name in-process, which
  * the store's own per-proposal lock already does across processes.
+ *
+ * The cheap system calls are synchronous on purpose: each takes a few microseconds, while a trip
+ * through libuv's thread pool costs more than the call itself. The fsyncs stay asynchronous, so
+ * the commits of concurrent work overlap and the file system can group them into one journal
+ * commit.
  */
+
+const fsyncAsync = promisify(fsync);
+const fdatasyncAsync = promisify(fdatasync);
 import { randomBytes } from 'node:crypto';
-import { promises as fs, constants } from 'node:fs';
+import { closeSync, constants, fdatasync, fstatSync, fsync, linkSync, openSync, promises as fs, readFileSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { promisify } from 'node:util';
 import path from 'node:path';
 
 export interface WriteOptions {
@@ -20,11 +29,11 @@ export interface WriteOptions {
 }
 
 export async function fsyncDir(dir: string): Promise<void> {
-  const handle = await fs.open(dir, constants.O_RDONLY);
+  const fd = openSync(dir, constants.O_RDONLY);
   try {
-    await handle.sync();
+    await fsyncAsync(fd);
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
@@ -36,26 +45,34 @@ function tempName(target: string): string {
 export async function writeFileAtomic(target: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
   const durable = options.durable ?? true;
   const temp = tempName(target);
-  const handle = await fs.open(temp, 'wx', options.mode ?? 0o644);
+  const fd = openSync(temp, 'wx', options.mode ?? 0o644);
   try {
-    await handle.writeFile(data);
-    if (durable) await handle.sync();
+    writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
+    if (durable) await fsyncAsync(fd);
   } catch (error) {
-    await handle.close().catch(() => {});
-    await fs.unlink(temp).catch(() => {});
+    closeSync(fd);
+    try {
+      unlinkSync(temp);
+    } catch {
+      // already gone
+    }
     throw error;
   }
-  await handle.close();
+  closeSync(fd);
   try {
     if (options.exclusive) {
       // link() fails when the target exists, so a create never overwrites.
-      await fs.link(temp, target);
-      await fs.unlink(temp);
+      linkSync(temp, target);
+      unlinkSync(temp);
     } else {
-      await fs.rename(temp, target);
+      renameSync(temp, target);
     }
   } catch (error) {
-    await fs.unlink(temp).catch(() => {});
+    try {
+      unlinkSync(temp);
+    } catch {
+      // already gone
+    }
     throw error;
   }
   if (durable) await fsyncDir(path.dirname(target));
@@ -67,19 +84,19 @@ export async function writeFileAtomic(target: string, data: string | Uint8Array,
  */
 export async function appendLine(file: string, row: unknown, options: { durable?: boolean } = {}): Promise<void> {
   const line = `${JSON.stringify(row)}\n`;
-  const handle = await fs.open(file, 'a+');
+  const fd = openSync(file, 'a+');
   try {
-    const { size } = await handle.stat();
+    const { size } = fstatSync(fd);
     let prefix = '';
     if (size > 0) {
       const last = Buffer.alloc(1);
-      await handle.read(last, 0, 1, size - 1);
+      readSync(fd, last, 0, 1, size - 1);
       if (last[0] !== 0x0a) prefix = '\n';
     }
-    await handle.write(prefix + line);
-    if (options.durable ?? true) await handle.datasync();
+    writeSync(fd, Buffer.from(prefix + line));
+    if (options.durable ?? true) await fdatasyncAsync(fd);
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
 }
 
@@ -129,7 +146,7 @@ export async function readFrom(file: string, offset: number): Promise<string> {
 
 export async function readTextIfExists(file: string): Promise<string | undefined> {
   try {
-    return await fs.readFile(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;

@@ -8,7 +8,7 @@
  * them at once.
  */
 import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { linkSync, promises as fs, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -35,7 +35,7 @@ function isAlive(owner: Owner): boolean {
 
 async function readOwner(file: string): Promise<Owner | null | undefined> {
   try {
-    const text = await fs.readFile(file, 'utf8');
+    const text = readFileSync(file, 'utf8');
     const parsed = JSON.parse(text) as Owner;
     return typeof parsed.pid === 'number' ? parsed : null;
   } catch (error) {
@@ -53,15 +53,21 @@ export async function tryAcquire(file: string): Promise<Held | null> {
   const token = randomBytes(8).toString('hex');
   const owner: Owner = { pid: process.pid, host: HOST, token };
   const temp = `${file}.${token}.tmp`;
-  await fs.writeFile(temp, JSON.stringify(owner));
+  writeFileSync(temp, JSON.stringify(owner));
   try {
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
-        await fs.link(temp, file);
+        linkSync(temp, file);
         return {
           release: async () => {
             const current = await readOwner(file);
-            if (current && current.token === token) await fs.unlink(file).catch(() => {});
+            if (current && current.token === token) {
+              try {
+                unlinkSync(file);
+              } catch {
+                // already gone
+              }
+            }
           },
         };
       } catch (error) {
@@ -74,7 +80,11 @@ export async function tryAcquire(file: string): Promise<Held | null> {
     }
     return null;
   } finally {
-    await fs.unlink(temp).catch(() => {});
+    try {
+      unlinkSync(temp);
+    } catch {
+      // already gone
+    }
   }
 }
 
@@ -85,7 +95,7 @@ async function takeOver(file: string, stale: Owner | null): Promise<boolean> {
     await fs.writeFile(marker, String(process.pid), { flag: 'wx' });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    const stat = await fs.stat(marker).catch(() => undefined);
+    const stat = statSync(marker, { throwIfNoEntry: false });
     if (stat && Date.now() - stat.mtimeMs > STEAL_STALE_MS) await fs.unlink(marker).catch(() => {});
     return false;
   }
