@@ -32,6 +32,8 @@ export interface ApplyOptions {
   before?: (stored: Stored) => Refusal | undefined;
   /** Only commit if the proposal is still exactly this version (a run's claim). */
   expectVersion?: string;
+  /** Set on the one re-decision after a lost race. */
+  retried?: boolean;
 }
 
 export type ReadOutcome = { ok: true; stored: Stored } | { ok: false; outcome: Outcome };
@@ -98,6 +100,11 @@ export class Engine {
     }
     const audit: AuditRow = { at: now, id, event, from: decision.from, to: decision.to, stage: options.stage, actor: options.actor };
     const result = await this.store.commit(id, stored.version, decision.proposal, audit, decision.rows);
+    if (!result.ok && result.reason === 'changed' && options.actor === 'cli' && !options.retried) {
+      // A person lost a race: decide again on the proposal as it is now, so a refusal names its status.
+      const again = await this.read(id);
+      if (again.ok) return this.applyTo(again.stored, event, args, { ...options, retried: true });
+    }
     if (!result.ok) {
       return result.reason === 'missing'
         ? refused('not_found', `${id}: not found (it was removed meanwhile)`, undefined, id)
@@ -109,38 +116,67 @@ export class Engine {
   /**
    * After a crash between a commit's steps, the next command on the proposal finishes them: the
    * audit log's last row for it must show its current status, and the ledger rows of the
-   * transition that brought it there must exist.
+   * transition that brought it there must exist. Done under the proposal's commit lock (which a
+   * commit holds across its file and its rows), so a live commit is never "repaired" twice.
    */
   async repair(stored: Stored, entering: Transition | undefined, rows: readonly LedgerRow[], options: { stage: string; actor: Actor }): Promise<void> {
-    const { id, proposal } = stored;
-    const status = String(proposal['status']);
-    const last = await this.store.lastAudit(id);
-    if (!last || last.to !== status) {
-      const from = last?.to ?? null;
-      const event = entering && entering.from === from ? entering.event : this.eventBetween(from, status);
-      await this.store.appendAudit({ at: this.now(), id, event, from, to: status, stage: options.stage, actor: options.actor });
-    }
-    for (const row of rows) {
-      if (row.key === undefined) continue;
-      if (!(await this.store.ledgerHas(row.ledger, row.key, row.row[row.key]))) await this.store.appendLedger(row.ledger, row.row);
-    }
+    const { id } = stored;
+    await this.store.locked(id, async () => {
+      const read = await this.store.read(id);
+      if (read.kind !== 'found') return;
+      const status = String(read.stored.proposal['status']);
+      const last = await this.store.lastAudit(id);
+      if (!last || last.to !== status) {
+        const from = last?.to ?? null;
+        const event = entering && entering.from === from ? entering.event : this.eventBetween(from, status);
+        await this.store.appendAudit({ at: this.now(), id, event, from, to: status, stage: options.stage, actor: options.actor });
+      }
+      for (const row of rows) {
+        if (row.key === undefined) continue;
+        if (!(await this.store.ledgerHas(row.ledger, row.key, row.row[row.key]))) await this.store.appendLedger(row.ledger, row.row);
+      }
+    });
+  }
+
+  /** The promote stage's stamp field and the states it promotes, if the pipeline has one. */
+  private promotion(): { stamp: string; states: string[] } | undefined {
+    const stage = this.pipeline.stages.find((candidate) => candidate.kind === 'promote');
+    return stage?.kind === 'promote' ? { stamp: stage.stamp, states: Object.keys(stage.outcomes) } : undefined;
   }
 
   /**
-   * Repair the audit log after a crash between a commit's steps: every proposal whose status is
-   * not the `to` of its last audit row gets the missing row. One pass over the log and the status
-   * index; run at the start of a batch. Returns how many rows were added.
+   * Repair the audit log after a crash between a commit's steps, for every proposal: a status
+   * that is not the `to` of its last audit row gets the missing row, and a promotion stamp
+   * without its `promote` row gets that row. One pass over the status index and the (cached,
+   * incrementally read) last audit rows; each suspect is checked again under its commit lock.
+   * Run at the start of a batch. Returns how many rows were added.
    */
   async repairAudit(stage: string, actor: Actor): Promise<number> {
-    const last = new Map<string, string>();
-    for (const row of await this.store.readAudit()) last.set(row.id, row.to);
-    let repaired = 0;
+    const last = await this.store.lastAudits();
+    const promotion = this.promotion();
     const { byId } = await this.store.statuses();
-    for (const [id, state] of [...byId].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      const from = last.get(id) ?? null;
-      if (from === state || !this.pipeline.lifecycle.states.includes(state)) continue;
-      await this.store.appendAudit({ at: this.now(), id, event: this.eventBetween(from, state), from, to: state, stage, actor });
-      repaired++;
+    let repaired = 0;
+    for (const [id, { status, marked }] of byId) {
+      if (!this.pipeline.lifecycle.states.includes(status)) continue;
+      const known = last.get(id);
+      const stampMissingRow = promotion !== undefined && marked.includes(promotion.stamp) && known?.event !== 'promote';
+      if (known?.to === status && !stampMissingRow) continue;
+      repaired += await this.store.locked(id, async () => {
+        const read = await this.store.read(id);
+        if (read.kind !== 'found') return 0;
+        const now = String(read.stored.proposal['status']);
+        const row = await this.store.lastAudit(id);
+        const from = row?.to ?? null;
+        if (from !== now) {
+          await this.store.appendAudit({ at: this.now(), id, event: this.eventBetween(from, now), from, to: now, stage, actor });
+          return 1;
+        }
+        if (promotion && read.stored.proposal[promotion.stamp] !== undefined && row?.event !== 'promote' && promotion.states.includes(now)) {
+          await this.store.appendAudit({ at: this.now(), id, event: 'promote', from: now, to: now, stage, actor });
+          return 1;
+        }
+        return 0;
+      });
     }
     return repaired;
   }

@@ -2,5 +2,6 @@
 export { loadPipeline, buildPipeline, type Pipeline } from './config/load.js';
 export { Engine, type EngineOptions } from './engine.js';
 export { FileStore } from './store/file-store.js';
+export { openFileStore } from './store/open.js';
 export type { Store, AuditRow, Stored } from './store/types.js';
 export type { Outcome } from './outcome.js';

@@ -6,7 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 import { loadPipeline, type Pipeline } from '../engine/config/load.js';
 import { Engine } from '../engine/engine.js';
-import { FileStore } from '../engine/store/file-store.js';
+import type { FileStore } from '../engine/store/file-store.js';
+import { openFileStore } from '../engine/store/open.js';
 import { ulidGenerator } from '../engine/util/ids.js';
 
 export const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
@@ -66,7 +67,7 @@ export interface TestEngine {
 export async function testEngine(options: { dir?: string; storeDir?: string; clock?: () => Date } = {}): Promise<TestEngine> {
   const pipeline = await shippedPipeline(options.dir ?? ROOT);
   const storeDir = options.storeDir ?? tempDir('pipeline-store-');
-  const store = new FileStore({ dir: storeDir, ledgers: pipeline.ledgers, keyField: pipeline.def.proposal.key });
+  const store = openFileStore(pipeline, storeDir);
   const engine = new Engine({ pipeline, store, clock: options.clock ?? fixedClock(), ids: ulidGenerator() });
   return { engine, store, storeDir, pipeline };
 }

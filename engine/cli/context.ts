@@ -7,7 +7,7 @@ import path from 'node:path';
 import { loadPipeline, type Pipeline } from '../config/load.js';
 import { findPipelineDir } from '../config/read.js';
 import { Engine } from '../engine.js';
-import { FileStore } from '../store/file-store.js';
+import { openFileStore } from '../store/open.js';
 import type { IdGenerator } from '../util/ids.js';
 import type { Clock } from '../util/time.js';
 import type { Parsed } from './args.js';
@@ -59,7 +59,7 @@ export class Context {
     if (this.engineCache) return this.engineCache;
     const pipeline = await loadPipeline(this.pipelineDir(), this.io.env);
     for (const warning of pipeline.warnings) this.out.issue(warning);
-    const store = new FileStore({ dir: this.storeDir(pipeline), ledgers: pipeline.ledgers, keyField: pipeline.def.proposal.key });
+    const store = openFileStore(pipeline, this.storeDir(pipeline));
     this.engineCache = new Engine({ pipeline, store, env: this.io.env, ...(this.injected.clock ? { clock: this.injected.clock } : {}), ...(this.injected.ids ? { ids: this.injected.ids } : {}) });
     return this.engineCache;
   }

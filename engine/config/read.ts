@@ -60,7 +60,12 @@ export function readConfigTexts(dir: string, env: Env): ConfigTexts {
   if (typeof main !== 'string') return texts;
   const doc = parseDocument(main);
   if (doc.errors.length || !isMap(doc.contents)) return texts;
-  const data = doc.toJS() as Record<string, unknown>;
+  let data: Record<string, unknown>;
+  try {
+    data = doc.toJS({ maxAliasCount: 100 }) as Record<string, unknown>;
+  } catch {
+    return texts; // reported, with its position, by the validation step
+  }
   for (const key of ['machine', 'stages', 'rubrics', 'schemas']) {
     for (const file of stringsAt(data, key)) {
       let name: string;

@@ -2,7 +2,7 @@
  * A parsed YAML file that remembers where every value came from, so that any later check —
  * schema, cross-file rule, interpolation — can report `file:line:col`.
  */
-import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node, type Pair } from 'yaml';
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node, type Pair } from 'yaml';
 import type { Issue } from '../errors.js';
 
 export interface SourceFile {
@@ -34,7 +34,16 @@ export function parseSource(file: string, text: string): { source: SourceFile; i
     });
   }
   const source: SourceFile = { file, text, doc, lines, data: undefined };
-  if (issues.length === 0) source.data = doc.toJS({ maxAliasCount: 100 });
+  if (issues.length === 0) {
+    try {
+      source.data = doc.toJS({ maxAliasCount: 100 });
+    } catch (error) {
+      // An alias to no anchor, or an alias bomb: yaml throws while building the data.
+      let at = { line: 1, col: 1 };
+      visit(doc, { Alias: (_key, node) => { if (node.range) at = lines.linePos(node.range[0]); return visit.BREAK; } });
+      issues.push({ code: 'config.yaml_alias', severity: 'error', file, line: at.line, col: at.col, message: (error as Error).message });
+    }
+  }
   return { source, issues };
 }
 

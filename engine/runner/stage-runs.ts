@@ -232,7 +232,8 @@ async function runPromote(engine: Engine, stage: PromoteStageDef, options: RunOp
   const summary = emptySummary(stage.name, ['promoted', 'already_promoted', 'refused']);
   const ids: string[] = [];
   for (const state of promotableStates(stage)) {
-    const listed = await engine.store.ids(state);
+    // Stamped proposals are done: the status index knows which, so they are not even read.
+    const listed = await engine.store.ids(state, { without: stage.stamp });
     ids.push(...listed.ids);
     for (const id of listed.malformed) if (state === promotableStates(stage)[0]) options.note(`${id}: the proposal file is malformed — skipped, left as it is`);
   }

@@ -27,6 +27,13 @@ export async function promote(engine: Engine, stage: PromoteStageDef, stored: St
   const outcome = stage.outcomes[status];
   if (!outcome) return { outcome: refused('status', `${id} is ${status}; only ${listWords(promotableStates(stage))} proposals are promoted`, undefined, id), warnings: [] };
   if (hasPath(proposal, stage.stamp)) {
+    // A person repeating promote finishes a crash between the stamp and its audit row (batch
+    // runs repair these all at once before they start).
+    if (actor === 'cli' && (await engine.store.lastAudit(id))?.event !== 'promote') {
+      await engine.store.locked(id, async () => {
+        if ((await engine.store.lastAudit(id))?.event !== 'promote') await engine.store.appendAudit({ at: engine.now(), id, event: 'promote', from: status, to: status, stage: stage.name, actor });
+      });
+    }
     return { outcome: { kind: 'unchanged', id, event: 'promote', status, proposal, message: `${id} is already promoted; nothing changed` }, warnings: [] };
   }
   const expr = outcome.entry ?? outcome.row ?? {};

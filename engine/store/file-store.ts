@@ -14,6 +14,7 @@ import type { LedgerRow, Proposal } from '../lifecycle/effects.js';
 import { isUlid } from '../util/ids.js';
 import { appendLine, readFrom, readJsonLines, readTextIfExists, writeFileAtomic } from './files.js';
 import { acquire, tryAcquire } from './owner-files.js';
+import { readAuditIndex } from './audit-index.js';
 import { scanProposals } from './proposal-index.js';
 import {
   serializeProposal,
@@ -34,6 +35,8 @@ export interface FileStoreOptions {
   ledgers: Readonly<Record<string, string>>;
   /** The proposal field holding its source key. */
   keyField: string;
+  /** Top-level fields whose presence the status index records (e.g. a promotion stamp). */
+  marks?: readonly string[];
 }
 
 const AUDIT_FILE = 'events.jsonl';
@@ -56,6 +59,7 @@ export class FileStore implements Store {
   private readonly proposalsDir: string;
   private readonly ledgers: Readonly<Record<string, string>>;
   private readonly keyField: string;
+  private readonly marks: readonly string[];
   private readonly made = new Set<string>();
   /** Per ledger file and field: the values seen so far and how far the file was read. */
   private readonly ledgerIndex = new Map<string, { offset: number; ino: number; values: Set<string> }>();
@@ -65,6 +69,7 @@ export class FileStore implements Store {
     this.proposalsDir = path.join(this.location, 'proposals');
     this.ledgers = options.ledgers;
     this.keyField = options.keyField;
+    this.marks = options.marks ?? [];
   }
 
   pathOf(collection: string, id?: string): string {
@@ -94,24 +99,31 @@ export class FileStore implements Store {
   }
 
   private async scan() {
-    return scanProposals(this.proposalsDir, path.join(this.location, '.index', 'proposals.tsv'), this.keyField);
+    return scanProposals(this.proposalsDir, path.join(this.location, '.index', 'proposals.tsv'), this.marks);
   }
 
-  async ids(status: string): Promise<{ ids: string[]; malformed: string[] }> {
-    const { entries } = await this.scan();
+  async ids(status: string, options: { without?: string } = {}): Promise<{ ids: string[]; malformed: string[] }> {
+    const scan = await this.scan();
+    let mask = 0;
+    if (options.without !== undefined) {
+      const bit = this.marks.indexOf(options.without);
+      if (bit < 0) throw new Error(`the store does not index the field "${options.without}"`);
+      mask = 1 << bit;
+    }
     const ids: string[] = [];
     const malformed: string[] = [];
-    for (const [id, entry] of entries) {
-      if (entry.status === null) malformed.push(id);
-      else if (entry.status === status) ids.push(id);
-    }
-    return { ids: ids.sort(), malformed: malformed.sort() };
+    scan.ids.forEach((id, i) => {
+      const current = scan.statuses[i];
+      if (current === null) malformed.push(id);
+      else if (current === status && (scan.marks[i]! & mask) === 0) ids.push(id);
+    });
+    return { ids, malformed };
   }
 
   async list(status?: string): Promise<Listing> {
-    const { entries } = await this.scan();
-    const wanted = [...entries.entries()].filter(([, entry]) => entry.status !== null && (status === undefined || entry.status === status)).map(([id]) => id).sort();
-    const malformed = [...entries.entries()].filter(([, entry]) => entry.status === null).map(([id]) => id);
+    const scan = await this.scan();
+    const wanted = scan.ids.filter((_id, i) => scan.statuses[i] !== null && (status === undefined || scan.statuses[i] === status));
+    const malformed = scan.ids.filter((_id, i) => scan.statuses[i] === null);
     const items: Stored[] = [];
     for (const id of wanted) {
       const result = await this.read(id);
@@ -122,27 +134,29 @@ export class FileStore implements Store {
   }
 
   async counts(states: readonly string[]): Promise<Counts> {
-    const { entries } = await this.scan();
+    const scan = await this.scan();
     const counts: Record<string, number> = Object.fromEntries(states.map((state) => [state, 0]));
     const unknown: Record<string, number> = {};
     const malformed: string[] = [];
-    for (const [id, entry] of entries) {
-      if (entry.status === null) malformed.push(id);
-      else if (entry.status in counts) counts[entry.status]!++;
-      else unknown[entry.status] = (unknown[entry.status] ?? 0) + 1;
-    }
-    return { counts, malformed: malformed.sort(), unknown };
+    scan.ids.forEach((id, i) => {
+      const status = scan.statuses[i];
+      if (status === null || status === undefined) malformed.push(id);
+      else if (Object.prototype.hasOwnProperty.call(counts, status)) counts[status]!++;
+      else unknown[status] = (unknown[status] ?? 0) + 1;
+    });
+    return { counts, malformed, unknown };
   }
 
-  async statuses(): Promise<{ byId: Map<string, string>; malformed: string[] }> {
-    const { entries } = await this.scan();
-    const byId = new Map<string, string>();
+  async statuses(): Promise<{ byId: Map<string, { status: string; marked: string[] }>; malformed: string[] }> {
+    const scan = await this.scan();
+    const byId = new Map<string, { status: string; marked: string[] }>();
     const malformed: string[] = [];
-    for (const [id, entry] of entries) {
-      if (entry.status === null) malformed.push(id);
-      else byId.set(id, entry.status);
-    }
-    return { byId, malformed: malformed.sort() };
+    scan.ids.forEach((id, i) => {
+      const status = scan.statuses[i];
+      if (status === null || status === undefined) malformed.push(id);
+      else byId.set(id, { status, marked: this.marks.filter((_field, bit) => (scan.marks[i]! & (1 << bit)) !== 0) });
+    });
+    return { byId, malformed };
   }
 
   async keyOwner(key: string): Promise<string | undefined> {
@@ -175,9 +189,24 @@ export class FileStore implements Store {
       }
     }
     const text = serializeProposal(proposal);
-    await writeFileAtomic(this.pathOf('proposals', proposal.id), text, { exclusive: true });
-    await this.appendAudit(audit);
+    await this.locked(proposal.id, async () => {
+      await writeFileAtomic(this.pathOf('proposals', proposal.id), text, { exclusive: true });
+      await this.appendAudit(audit);
+    });
     return { ok: true, version: text };
+  }
+
+  /** Run `fn` holding the proposal's commit lock. */
+  async locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    assertId(id);
+    const locks = path.join(this.location, '.locks');
+    await this.ensureDir(locks);
+    const lock = await acquire(path.join(locks, `${id}.lock`));
+    try {
+      return await fn();
+    } finally {
+      await lock.release();
+    }
   }
 
   async commit(id: string, version: string, next: Proposal, audit: AuditRow | null, rows: readonly LedgerRow[]): Promise<CommitResult> {
@@ -192,11 +221,12 @@ export class FileStore implements Store {
       if (current !== version) return { ok: false, reason: 'changed' };
       text = serializeProposal(next);
       await writeFileAtomic(this.pathOf('proposals', id), text);
+      // Inside the lock: a repair that holds the lock sees the file and its row together.
+      if (audit) await this.appendAudit(audit);
+      for (const row of rows) await this.appendLedger(row.ledger, row.row);
     } finally {
       await lock.release();
     }
-    if (audit) await this.appendAudit(audit);
-    for (const row of rows) await this.appendLedger(row.ledger, row.row);
     return { ok: true, version: text };
   }
 
@@ -242,6 +272,10 @@ export class FileStore implements Store {
 
   async readAudit(): Promise<AuditRow[]> {
     return (await readJsonLines(path.join(this.location, AUDIT_FILE))).rows as unknown as AuditRow[];
+  }
+
+  async lastAudits(): Promise<Map<string, { event: string; to: string }>> {
+    return readAuditIndex(path.join(this.location, AUDIT_FILE), path.join(this.location, '.index', 'audit.tsv'));
   }
 
   async lastAudit(id: string): Promise<AuditRow | undefined> {

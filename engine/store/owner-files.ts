@@ -76,7 +76,7 @@ export async function tryAcquire(file: string): Promise<Held | null> {
       const current = await readOwner(file);
       if (current === undefined) continue; // released meanwhile: try again
       if (current && isAlive(current)) return null;
-      if (!(await takeOver(file, current))) return null;
+      if ((await takeOver(file, current)) === false) return null;
     }
     return null;
   } finally {
@@ -89,14 +89,28 @@ export async function tryAcquire(file: string): Promise<Held | null> {
 }
 
 /** Remove a stale file, guarded by a takeover marker so two takers never both remove. */
-async function takeOver(file: string, stale: Owner | null): Promise<boolean> {
+async function takeOver(file: string, stale: Owner | null): Promise<boolean | 'retry'> {
   const marker = `${file}.takeover`;
+  // Written aside and linked into place, so a marker is never seen empty (a taker killed mid-write).
+  const temp = `${marker}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  writeFileSync(temp, String(process.pid));
   try {
-    await fs.writeFile(marker, String(process.pid), { flag: 'wx' });
+    linkSync(temp, marker);
+    unlinkSync(temp);
   } catch (error) {
+    try {
+      unlinkSync(temp);
+    } catch {
+      // already gone
+    }
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     const stat = statSync(marker, { throwIfNoEntry: false });
-    if (stat && Date.now() - stat.mtimeMs > STEAL_STALE_MS) await fs.unlink(marker).catch(() => {});
+    const takerPid = Number(await fs.readFile(marker, 'utf8').catch(() => ''));
+    const takerDead = Number.isInteger(takerPid) && takerPid > 0 && !isAlive({ pid: takerPid, host: HOST, token: '' });
+    if (stat && (takerDead || Date.now() - stat.mtimeMs > STEAL_STALE_MS)) {
+      await fs.unlink(marker).catch(() => {});
+      return 'retry';
+    }
     return false;
   }
   try {

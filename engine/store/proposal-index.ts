@@ -1,126 +1,114 @@
 /**
- * A cache of each proposal file's status and key, validated against the file's (mtime, size,
- * inode) on every use, so `status` and `list` need one stat per proposal instead of one read and
- * parse. Any change to a file — by the engine (a rename: new inode) or by hand — is seen and the
- * file re-read. The cache is never required for correctness: delete it and it is rebuilt.
+ * A cache of each proposal file's status (and which of a few declared fields it has, e.g. the
+ * promotion stamp), validated against the file's (mtime, size, inode) on every use, so `status`
+ * and `list` cost one stat per proposal instead of one read and parse. Any change to a file — by
+ * the engine (a rename: new inode) or by hand — is seen and the file read again. The cache is
+ * never required for correctness: delete it and it is rebuilt.
+ *
+ * Kept lean for 100,000 files: the directory listing and the cache are both sorted by id and
+ * merged, with no per-entry objects.
  */
-import { promises as fs, statSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { ULID_PATTERN } from '../util/ids.js';
-import { readTextIfExists, writeFileAtomic } from './files.js';
+import { hasPath } from '../util/json-path.js';
+import { writeFileAtomic } from './files.js';
 
-export interface IndexEntry {
-  /** null: the file is malformed. */
-  status: string | null;
-  key: string | null;
-  mtimeMs: number;
-  size: number;
-  ino: number;
-}
+const FORMAT = 'pipeline-index 2';
+const FILE_NAME = /^[0-7][0-9A-HJKMNP-TV-Z]{25}\.json$/;
 
-const FORMAT = 'pipeline-index 1';
-const FILE_NAME = /^([0-7][0-9A-HJKMNP-TV-Z]{25})\.json$/;
-
-export interface ParsedHead {
-  status: string | null;
-  key: string | null;
+export interface ProposalScan {
+  /** Sorted. */
+  ids: string[];
+  /** Parallel to ids; null when the file is malformed. */
+  statuses: (string | null)[];
+  /** Parallel to ids; bit i set when the file has marked field i. */
+  marks: number[];
 }
 
 /** Parse a proposal file just enough for the index. */
-export function parseHead(text: string, keyField: string): ParsedHead {
+export function parseHead(text: string, markFields: readonly string[]): { status: string | null; marks: number } {
   try {
     const value = JSON.parse(text) as unknown;
-    if (!value || typeof value !== 'object' || Array.isArray(value)) return { status: null, key: null };
+    if (!value || typeof value !== 'object' || Array.isArray(value)) return { status: null, marks: 0 };
     const record = value as Record<string, unknown>;
-    return {
-      status: typeof record['status'] === 'string' ? record['status'] : null,
-      key: typeof record[keyField] === 'string' ? (record[keyField] as string) : null,
-    };
-  } catch {
-    return { status: null, key: null };
-  }
-}
-
-function decode(text: string): Map<string, IndexEntry> {
-  const entries = new Map<string, IndexEntry>();
-  const lines = text.split('\n');
-  if (lines[0] !== FORMAT) return entries;
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i]!;
-    if (line === '') continue;
-    const parts = line.split('\t');
-    if (parts.length !== 6) continue;
-    const [id, status, key, mtime, size, ino] = parts as [string, string, string, string, string, string];
-    entries.set(id, {
-      status: status === '' ? null : status,
-      key: key === '' ? null : (JSON.parse(key) as string),
-      mtimeMs: Number(mtime),
-      size: Number(size),
-      ino: Number(ino),
+    let marks = 0;
+    markFields.forEach((field, bit) => {
+      if (hasPath(record, field)) marks |= 1 << bit;
     });
+    return { status: typeof record['status'] === 'string' ? record['status'] : null, marks };
+  } catch {
+    return { status: null, marks: 0 };
   }
-  return entries;
 }
 
-function encode(entries: Map<string, IndexEntry>): string {
-  const lines = [FORMAT];
-  for (const [id, entry] of entries) {
-    lines.push(`${id}\t${entry.status ?? ''}\t${entry.key === null ? '' : JSON.stringify(entry.key)}\t${entry.mtimeMs}\t${entry.size}\t${entry.ino}`);
+function readCache(file: string, fields: string): string[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return [];
   }
-  return `${lines.join('\n')}\n`;
-}
-
-export interface IndexScan {
-  entries: Map<string, IndexEntry>;
+  const lines = text.split('\n');
+  // The header names the marked fields: another set means another cache.
+  return lines[0] === `${FORMAT}\t${fields}` ? lines.slice(1) : [];
 }
 
 /**
  * Bring the cache up to date with the proposals directory and return it. Files that changed
  * since the last scan are read again; the cache file is rewritten only when something changed.
  */
-export async function scanProposals(proposalsDir: string, cacheFile: string, keyField: string): Promise<IndexScan> {
+export async function scanProposals(proposalsDir: string, cacheFile: string, markFields: readonly string[]): Promise<ProposalScan> {
   let names: string[];
   try {
     names = readdirSync(proposalsDir);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { entries: new Map() };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { ids: [], statuses: [], marks: [] };
     throw error;
   }
-  const cached = decode((await readTextIfExists(cacheFile)) ?? '');
-  const entries = new Map<string, IndexEntry>();
+  const ids = names.filter((name) => FILE_NAME.test(name)).map((name) => name.slice(0, 26)).sort();
+  const cached = readCache(cacheFile, markFields.join(','));
+  const out: ProposalScan = { ids: [], statuses: [], marks: [] };
+  const lines: string[] = [];
   let changed = false;
-  const stale: { id: string; file: string; stat: { mtimeMs: number; size: number; ino: number } }[] = [];
-  for (const name of names) {
-    const match = FILE_NAME.exec(name);
-    if (!match) continue;
-    const id = match[1]!;
-    const file = path.join(proposalsDir, name);
-    const stat = statSync(file, { throwIfNoEntry: false });
+  let c = 0;
+  const prefix = `${proposalsDir}/`;
+  for (const id of ids) {
+    const stat = statSync(`${prefix}${id}.json`, { throwIfNoEntry: false });
     if (!stat || !stat.isFile()) continue;
-    const previous = cached.get(id);
-    if (previous && previous.mtimeMs === stat.mtimeMs && previous.size === stat.size && previous.ino === stat.ino) {
-      entries.set(id, previous);
-    } else {
-      stale.push({ id, file, stat });
+    const signature = `${stat.mtimeMs}\t${stat.size}\t${stat.ino}`;
+    while (c < cached.length && cached[c]!.slice(0, 26) < id) {
+      c++;
+      changed = true; // a cached entry whose file is gone
     }
+    let line: string;
+    if (c < cached.length && cached[c]!.startsWith(id) && cached[c]!.endsWith(signature)) line = cached[c++]!;
+    else {
+      if (c < cached.length && cached[c]!.startsWith(id)) c++;
+      let text: string;
+      try {
+        text = readFileSync(`${prefix}${id}.json`, 'utf8');
+      } catch {
+        continue; // removed meanwhile
+      }
+      const head = parseHead(text, markFields);
+      // A status with a tab or a newline is not a state of any machine; keep the line intact.
+      line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${signature}`;
+      changed = true;
+    }
+    const first = line.indexOf('\t', 27);
+    const second = line.indexOf('\t', first + 1);
+    const status = line.slice(27, first);
+    out.ids.push(id);
+    out.statuses.push(status === '' ? null : status);
+    out.marks.push(Number(line.slice(first + 1, second)));
+    lines.push(line);
   }
-  for (const { id, file, stat } of stale) {
-    const text = await readTextIfExists(file);
-    if (text === undefined) continue;
-    const head = parseHead(text, keyField);
-    entries.set(id, { ...head, mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino });
-    changed = true;
-  }
-  if (!changed && cached.size !== entries.size) changed = true;
+  if (c < cached.length && cached.slice(c).some((line) => line !== '')) changed = true;
   if (changed) {
-    await fs.mkdir(path.dirname(cacheFile), { recursive: true });
-    await writeFileAtomic(cacheFile, encode(entries), { durable: false }).catch(() => {
+    mkdirSync(path.dirname(cacheFile), { recursive: true });
+    await writeFileAtomic(cacheFile, `${FORMAT}\t${markFields.join(',')}\n${lines.join('\n')}\n`, { durable: false }).catch(() => {
       // A cache that cannot be written is only slower next time.
     });
   }
-  return { entries };
-}
-
-export function isProposalFileName(name: string): boolean {
-  return FILE_NAME.test(name) && ULID_PATTERN.test(name.slice(0, 26));
+  return out;
 }

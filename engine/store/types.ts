@@ -50,11 +50,14 @@ export interface Store {
   read(id: string): Promise<ReadResult>;
   /** Every proposal in `status` (all when undefined), sorted by id; malformed files reported, not thrown. */
   list(status?: string): Promise<Listing>;
-  /** Ids (sorted) in a status, without reading the proposals. */
-  ids(status: string): Promise<{ ids: string[]; malformed: string[] }>;
+  /**
+   * Ids (sorted) in a status, without reading the proposals; `without` keeps only those that lack
+   * a marked field (one of the store's `marks`, e.g. a promotion stamp).
+   */
+  ids(status: string, options?: { without?: string }): Promise<{ ids: string[]; malformed: string[] }>;
   counts(states: readonly string[]): Promise<Counts>;
-  /** Every proposal's status in one pass, without reading the proposals (malformed ones apart). */
-  statuses(): Promise<{ byId: Map<string, string>; malformed: string[] }>;
+  /** Every proposal's status (and marked fields) in one pass, without reading the proposals. */
+  statuses(): Promise<{ byId: Map<string, { status: string; marked: string[] }>; malformed: string[] }>;
   /** Is this source key taken by a proposal? (Ledger rows are checked by the caller.) */
   keyOwner(key: string): Promise<string | undefined>;
   /** Create a proposal; refuses a key already taken. Writes the file, then the audit row. */
@@ -68,7 +71,11 @@ export interface Store {
   appendAudit(row: AuditRow): Promise<void>;
   /** The latest audit row of a proposal. */
   lastAudit(id: string): Promise<AuditRow | undefined>;
+  /** The latest audit row's event and target of every proposal (kept incrementally: cheap). */
+  lastAudits(): Promise<Map<string, { event: string; to: string }>>;
   readAudit(): Promise<AuditRow[]>;
+  /** Run `fn` holding the proposal's commit lock (commits hold it across the file and its rows). */
+  locked<T>(id: string, fn: () => Promise<T>): Promise<T>;
   /** Take a proposal (or a source key) for a stage run; null when another live run holds it. */
   claim(stage: string, key: string): Promise<Claim | null>;
   /** One JSON entry per proposal in a named collection (e.g. the pool). Never overwritten. */

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { AuditRow, Store } from '../../engine/store/types.js';
 
 export interface ContractHooks {
+  /** A fresh, empty store that indexes the presence of `promoted_at`. */
   make(): Promise<Store>;
   /** A second handle on the same store (another process, in effect). */
   reopen(store: Store): Promise<Store>;
@@ -85,7 +86,16 @@ export function storeContract(name: string, hooks: ContractHooks): void {
       expect(malformed).toEqual([]);
       expect(unknown).toEqual({});
       const { byId } = await store.statuses();
-      expect(Object.fromEntries(byId)).toEqual({ [ids[0]!]: 'confirmed', [ids[1]!]: 'pending', [ids[2]!]: 'confirmed', [ids[3]!]: 'pending' });
+      expect(Object.fromEntries([...byId].map(([id, entry]) => [id, entry.status]))).toEqual({ [ids[0]!]: 'confirmed', [ids[1]!]: 'pending', [ids[2]!]: 'confirmed', [ids[3]!]: 'pending' });
+    });
+
+    it('lists the ids in a status that lack a marked field (a stamp), without reading them', async () => {
+      const store = await hooks.make();
+      await store.create({ ...proposal(ids[0]!, 'approved'), promoted_at: '2026-11-01T00:00:00Z' }, 'k0', audit(ids[0]!, 'approved'));
+      await store.create(proposal(ids[1]!, 'approved'), 'k1', audit(ids[1]!, 'approved'));
+      expect((await store.ids('approved')).ids).toEqual([ids[0], ids[1]]);
+      expect((await store.ids('approved', { without: 'promoted_at' })).ids).toEqual([ids[1]]);
+      expect((await store.statuses()).byId.get(ids[0]!)).toEqual({ status: 'approved', marked: ['promoted_at'] });
     });
 
     it('reports a malformed proposal by id and never counts or lists it', async () => {

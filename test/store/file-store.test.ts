@@ -9,7 +9,7 @@ import { ROOT, tempDir } from '../helpers.js';
 import { storeContract } from './contract.js';
 
 const ledgers = { declined: 'declined.jsonl', passed: 'passed.jsonl' };
-const make = (dir = tempDir('pipeline-store-')) => new FileStore({ dir, ledgers, keyField: 'artifact_id' });
+const make = (dir = tempDir('pipeline-store-')) => new FileStore({ dir, ledgers, keyField: 'artifact_id', marks: ['promoted_at'] });
 
 storeContract('file store', {
   make: async () => make(),

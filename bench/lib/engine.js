@@ -1,0 +1,77 @@
+/**
+ * The engine as the benchmark drives it: the built, unbundled modules under dist/engine (the same
+ * code the `pipeline` binary runs), an engine over the shipped pipeline and a real FileStore —
+ * fsync and all — and run options for `runStage` with nobody at a terminal.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.dirname(path.dirname(path.dirname(fileURLToPath(import.meta.url))));
+export const BIN = path.join(ROOT, 'bin', 'pipeline.js');
+const DIST = path.join(ROOT, 'dist', 'engine');
+
+export const { loadPipeline } = await import(path.join(DIST, 'config', 'load.js'));
+export const { Engine } = await import(path.join(DIST, 'engine.js'));
+export const { FileStore } = await import(path.join(DIST, 'store', 'file-store.js'));
+export const { openFileStore } = await import(path.join(DIST, 'store', 'open.js'));
+export const { findReviewCommand, runReviewCommand } = await import(path.join(DIST, 'stages', 'review.js'));
+export const { runStage } = await import(path.join(DIST, 'runner', 'stage-runs.js'));
+
+/** A scratch directory under the system temp dir; `cleanup()` removes it. */
+export function scratch(prefix) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * The environment every benchmark process gets: the author secret in a scratch directory (never
+ * the user's own), and the configuration cache in one too, so runs do not touch the home dir.
+ */
+export function benchEnv(work, extra = {}) {
+  return {
+    ...process.env,
+    PIPELINE_AUTHOR_SECRET_FILE: path.join(work, 'author_secret'),
+    PIPELINE_CONFIG_CACHE: path.join(work, 'config-cache'),
+    NO_COLOR: '1',
+    ...extra,
+  };
+}
+
+/** An engine over the pipeline in `dir` and a file store in `storeDir`. */
+export async function openEngine(dir, storeDir, env) {
+  const pipeline = await loadPipeline(dir, env, { useCache: false });
+  const store = openFileStore(pipeline, storeDir);
+  return new Engine({ pipeline, store, env });
+}
+
+/**
+ * RunOptions for a batch run without a terminal, as `pipeline run` sets them (the answer cache
+ * on); notes are collected, not printed.
+ */
+export function runOptions(concurrency, extra = {}) {
+  const notes = [];
+  return {
+    notes,
+    options: {
+      concurrency,
+      dryRun: false,
+      yes: true,
+      useCache: true,
+      cwd: ROOT,
+      interactive: false,
+      ask: async () => false,
+      progress: () => ({ tick() {}, done() {} }),
+      note: (line) => notes.push(line),
+      ...extra,
+    },
+  };
+}
+
+/** The stage named `name` of an engine's pipeline. */
+export function stageOf(engine, name) {
+  const stage = engine.pipeline.stages.find((candidate) => candidate.name === name);
+  if (!stage) throw new Error(`no stage ${name}`);
+  return stage;
+}

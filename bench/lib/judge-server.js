@@ -1,0 +1,56 @@
+/**
+ * A judge of fixed latency: an OpenAI-compatible `/chat/completions` endpoint on 127.0.0.1 that
+ * answers every request with a valid, passing verdict after exactly L ms. It runs in its own
+ * process so its work never competes with the run being measured for the event loop.
+ *
+ * Usage: node bench/lib/judge-server.js LATENCY_MS   → prints `{"port": N}` once listening;
+ * GET /stats returns `{requests, maxInFlight}`.
+ */
+import { createServer } from 'node:http';
+
+const latency = Number(process.argv[2] ?? 100);
+const verdict = {
+  score: 0.9,
+  passed: true,
+  criterion_scores: { grounding: 0.9, scope_accuracy: 0.9, generality: 0.9, disclosure: 0.95 },
+  feedback_summary: 'Grounded, bounded and general.',
+  confidence: 0.8,
+};
+const body = JSON.stringify({
+  id: 'bench',
+  object: 'chat.completion',
+  choices: [{ index: 0, message: { role: 'assistant', content: JSON.stringify(verdict) }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 400, completion_tokens: 60 },
+});
+
+let requests = 0;
+let inFlight = 0;
+let maxInFlight = 0;
+
+const server = createServer((req, res) => {
+  if (req.method === 'GET' && req.url === '/stats') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ requests, maxInFlight }));
+    return;
+  }
+  req.resume();
+  req.on('end', () => {
+    requests++;
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    setTimeout(() => {
+      inFlight--;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(body);
+    }, latency);
+  });
+});
+// Every run's connections stay open between calls (keep-alive), as they would to a real server.
+server.keepAliveTimeout = 60_000;
+server.listen(0, '127.0.0.1', () => {
+  process.stdout.write(`${JSON.stringify({ port: server.address().port })}\n`);
+});
+// Nothing to flush: stop at once, keep-alive connections and all — also when the parent dies
+// (its end of our stdin closes), so a crashed benchmark leaves no server behind.
+process.on('SIGTERM', () => process.exit(0));
+process.stdin.on('end', () => process.exit(0)).resume();

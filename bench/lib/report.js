@@ -1,0 +1,104 @@
+/**
+ * Turning measurements into the table `npm run bench` prints and the verdict on each SPEC §9
+ * target. The reference figures are the bash + jq implementation's, per SPEC §9.
+ */
+export const REFERENCE = { confirm: 34, judge: 79, promote: 116, list1000Json: 25_000 };
+
+/** "Memory flat in N": the peak RSS at the largest N within this factor of the smallest. */
+const FLAT = 1.5;
+
+const ms = (value) => (value === undefined || value === null ? '—' : value >= 100 ? `${Math.round(value)} ms` : `${value.toFixed(2)} ms`);
+const mb = (kb) => (kb ? `${Math.round(kb / 1024)} MB` : '—');
+const times = (value) => `${value >= 10 ? Math.round(value) : value.toFixed(1)}×`;
+
+function table(title, header, rows) {
+  const widths = header.map((_, i) => Math.max(header[i].length, ...rows.map((row) => String(row[i]).length)));
+  const line = (cells) => cells.map((cell, i) => (i === 0 ? String(cell).padEnd(widths[i]) : String(cell).padStart(widths[i]))).join('  ');
+  return [`\n${title}`, line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+/** Per-proposal figures of one lifecycle run (ms per proposal). */
+export function perProposal(run) {
+  const half = Math.floor(run.n / 2);
+  const each = (name, count) => run.ms[name] / count;
+  const judge = each('judge', run.n);
+  const promote = each('promote', run.n);
+  return {
+    n: run.n,
+    propose: each('propose', run.n),
+    confirmSequential: each('confirm_sequential', half),
+    confirmParallel8: each('confirm_parallel8', run.n - half),
+    judge,
+    promote,
+    judgePlusPromote: judge + promote,
+    maxRssKb: run.maxRssKb,
+  };
+}
+
+/** Every §9 target with its measurement and whether it is met. */
+export function targets(results) {
+  const out = [];
+  const add = (target, measured, goal, met) => out.push({ target, measured, goal, met });
+  for (const row of results.perProposal ?? []) {
+    for (const [name, value] of [['confirm (8 at a time)', row.confirmParallel8], ['confirm (one at a time)', row.confirmSequential]]) {
+      add(`${name}, N=${row.n}`, `${ms(value)} = ${times(REFERENCE.confirm / value)} faster`, `≥ 100× (≤ ${ms(REFERENCE.confirm / 100)})`, REFERENCE.confirm / value >= 100);
+    }
+    const reference = REFERENCE.judge + REFERENCE.promote;
+    add(`judge + promote, N=${row.n}`, `${ms(row.judgePlusPromote)} = ${times(reference / row.judgePlusPromote)} faster`, `≥ 100× (≤ ${ms(reference / 100)})`, reference / row.judgePlusPromote >= 100);
+  }
+  for (const store of results.stores ?? []) {
+    if (store.size !== 100_000) continue;
+    for (const [name, key] of [['status', 'statusWarm'], ['status, first run (builds the index)', 'statusFirst'], ['list --state confirmed', 'listWarm'], ['list --state confirmed, first run', 'listFirst']]) {
+      add(`${name}, 100,000 proposals`, ms(store[key].medianMs), '< 1 s', store[key].medianMs < 1000);
+    }
+  }
+  const small = results.stores?.find((store) => store.size === 1000);
+  if (small) add('list 1,000 confirmed as JSON', `${ms(small.listWarm.medianMs)} = ${times(REFERENCE.list1000Json / small.listWarm.medianMs)} faster`, 'faster than 25 s', small.listWarm.medianMs < REFERENCE.list1000Json);
+  if (results.coldStart) {
+    add('cold start: status, small store', ms(results.coldStart.status.medianMs), '< 250 ms', results.coldStart.status.medianMs < 250);
+    add('cold start: status, no config cache yet', ms(results.coldStart.statusNoConfigCache.medianMs), '< 250 ms', results.coldStart.statusNoConfigCache.medianMs < 250);
+  }
+  for (const run of results.latency ?? []) {
+    add(`efficiency C=${run.c} (N=${run.n}, L=${run.latencyMs} ms, ${run.mode})`, `wall ${ms(run.wallMs)} = ${run.ratio.toFixed(2)} × ideal`, '≤ 1.10 × ideal', run.ratio <= 1.1);
+  }
+  const flat = (name, values) => {
+    const known = values.filter((value) => value.rss);
+    if (known.length < 2) return;
+    const first = known[0];
+    const last = known[known.length - 1];
+    add(`memory flat in N: ${name}`, `${mb(first.rss)} at N=${first.n} → ${mb(last.rss)} at N=${last.n}`, `≤ ${FLAT}×`, last.rss / first.rss <= FLAT);
+  };
+  flat('lifecycle (one process)', (results.perProposal ?? []).map((row) => ({ n: row.n, rss: row.maxRssKb })));
+  for (const key of ['statusWarm', 'statusFirst', 'listWarm', 'reviewOne', 'runPromoteIdle']) flat(key, (results.stores ?? []).map((store) => ({ n: store.size, rss: store[key]?.maxRssKb })));
+  flat('judge run at fixed latency', (results.latency ?? []).filter((run) => run.mode === 'promote' && run.latencyMs === 100).map((run) => ({ n: run.n, rss: run.maxRssKb })));
+  return out;
+}
+
+export function renderTables(results, verdicts) {
+  const parts = [];
+  if (results.perProposal?.length) {
+    parts.push(table('Per proposal, engine API, real FileStore (fsync on), ms per proposal', ['N', 'propose', 'confirm 1-by-1', 'confirm ×8', 'judge ×8', 'promote ×8', 'judge+promote', 'peak RSS'],
+      results.perProposal.map((row) => [row.n, ms(row.propose), ms(row.confirmSequential), ms(row.confirmParallel8), ms(row.judge), ms(row.promote), ms(row.judgePlusPromote), mb(row.maxRssKb)])));
+    const ref = results.perProposal.map((row) => [row.n, times(REFERENCE.confirm / row.confirmParallel8), times(REFERENCE.confirm / row.confirmSequential), times(REFERENCE.judge / row.judge), times(REFERENCE.promote / row.promote), times((REFERENCE.judge + REFERENCE.promote) / row.judgePlusPromote)]);
+    parts.push(table('Speed-up over the reference (confirm 34 ms, judge 79 ms, promote 116 ms); target ≥ 100×', ['N', 'confirm ×8', 'confirm 1-by-1', 'judge', 'promote', 'judge+promote'], ref));
+  }
+  if (results.stores?.length) {
+    const cell = (timing) => (timing ? `${ms(timing.medianMs)} / ${mb(timing.maxRssKb)}` : '—');
+    parts.push(table('The real binary, one process per run (median; peak RSS)', ['proposals', 'status first', 'status warm', 'list first', 'list warm', 'unconfirm one', 'run promote (idle)'],
+      results.stores.map((store) => [store.size, cell(store.statusFirst), cell(store.statusWarm), cell(store.listFirst), cell(store.listWarm), cell(store.reviewOne), cell(store.runPromoteIdle)])));
+  }
+  if (results.coldStart) {
+    const cold = results.coldStart;
+    parts.push(table('Cold start (median of a new process each run)', ['command', 'median', 'runs', 'peak RSS'], [
+      ['status, small store', ms(cold.status.medianMs), cold.status.runs.length, mb(cold.status.maxRssKb)],
+      ['status, no config cache', ms(cold.statusNoConfigCache.medianMs), cold.statusNoConfigCache.runs.length, mb(cold.statusNoConfigCache.maxRssKb)],
+      ['--version', ms(cold.version.medianMs), cold.version.runs.length, mb(cold.version.maxRssKb)],
+    ]));
+  }
+  if (results.latency?.length) {
+    parts.push(table('Judges of fixed latency: ideal = ceil(N/C) × L (the panel\'s 2 calls run in parallel)', ['C', 'N', 'mode', 'calls', 'max in flight', 'wall', 'ideal', 'wall/ideal', 'peak RSS'],
+      results.latency.map((run) => [run.c, run.n, run.mode, run.requests, run.maxInFlight, ms(run.wallMs), ms(run.idealMs), run.ratio.toFixed(2), mb(run.maxRssKb)])));
+  }
+  parts.push(table('SPEC §9 targets', ['target', 'measured', 'goal', 'met'], verdicts.map((row) => [row.target, row.measured, row.goal, row.met ? 'yes' : 'NO'])));
+  return parts.join('\n');
+}

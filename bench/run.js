@@ -1,0 +1,94 @@
+#!/usr/bin/env node
+/**
+ * `npm run bench`: the SPEC §9 benchmark. Builds nothing itself (the npm script builds first),
+ * runs every scenario in its own process — so each peak RSS is that scenario's alone — prints
+ * the tables and writes bench/results.json.
+ *
+ *   node bench/run.js [--quick] [--only lifecycle,stores,cold,latency]
+ *
+ * --quick: N = 1,000 only, stores up to 10,000, shorter latency runs (a smoke test, not the numbers).
+ */
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { perProposal, renderTables, targets } from './lib/report.js';
+import { measureColdStart, measureStore } from './scenarios/queries.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const argv = process.argv.slice(2);
+const quick = argv.includes('--quick');
+const onlyIndex = argv.indexOf('--only');
+const only = onlyIndex >= 0 ? new Set(argv[onlyIndex + 1].split(',')) : undefined;
+const wanted = (name) => !only || only.has(name);
+
+const plan = {
+  lifecycle: quick ? [1000] : [1000, 10_000],
+  stores: quick ? [1000, 10_000] : [1000, 10_000, 100_000],
+  // [C, L ms, mode]; N is chosen so every run's ideal is 4 s (1 s quick). L = 100 ms is the stress
+  // case (C=32 needs 320 proposals/s); 1 s is closer to a real model.
+  latency: [1, 8, 32].flatMap((c) => [[c, 100, 'promote'], [c, 100, 'judge-only'], [c, 1000, 'promote']]),
+  idealMs: quick ? 1000 : 4000,
+};
+
+const log = (line) => process.stderr.write(`${line}\n`);
+const began = performance.now();
+
+/** Run a scenario script in its own Node process; its last stdout line is its JSON result. */
+function child(script, args) {
+  const result = spawnSync(process.execPath, [path.join(here, 'scenarios', script), ...args.map(String)], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+  if (result.status !== 0) throw new Error(`${script} ${args.join(' ')} failed with exit code ${result.status}`);
+  return JSON.parse(result.stdout.trim().split('\n').pop());
+}
+
+/** The engine measured: its commit, marked +dirty when engine/ has uncommitted changes. */
+function engineCommit() {
+  const head = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: here, encoding: 'utf8' });
+  if (head.status !== 0) return null;
+  const dirty = spawnSync('git', ['diff', '--quiet', 'HEAD', '--', path.join(here, '..', 'engine')], { cwd: here }).status !== 0;
+  return `${head.stdout.trim()}${dirty ? '+dirty' : ''}`;
+}
+
+const results = {
+  date: new Date().toISOString(),
+  commit: engineCommit(),
+  machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.release()}`, tmpdir: os.tmpdir() },
+  quick,
+};
+
+if (wanted('lifecycle')) {
+  results.lifecycle = [];
+  for (const n of plan.lifecycle) {
+    log(`lifecycle: ${n} proposals through propose, confirm, judge and promote…`);
+    results.lifecycle.push(child('lifecycle.js', [n]));
+  }
+  results.perProposal = results.lifecycle.map(perProposal);
+}
+if (wanted('stores')) {
+  results.stores = [];
+  for (const size of plan.stores) {
+    log(`stores: ${size} proposals…`);
+    results.stores.push(measureStore(size, { log }));
+  }
+}
+if (wanted('cold')) {
+  log('cold start…');
+  results.coldStart = measureColdStart();
+}
+if (wanted('latency')) {
+  results.latency = [];
+  for (const [c, latency, mode] of plan.latency) {
+    const n = Math.max(c, Math.round((plan.idealMs / latency) * c));
+    log(`latency: C=${c}, N=${n}, L=${latency} ms, ${mode}…`);
+    results.latency.push(child('latency.js', [c, n, latency, mode]));
+  }
+}
+
+results.targets = targets(results);
+results.seconds = Math.round((performance.now() - began) / 1000);
+const out = path.join(here, 'results.json');
+writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+process.stdout.write(`${renderTables(results, results.targets)}\n\nresults: ${path.relative(process.cwd(), out)}\n`);
+const missed = results.targets.filter((row) => !row.met).length;
+process.stdout.write(`${results.targets.length - missed} of ${results.targets.length} targets met${missed ? `; ${missed} missed (see docs/performance.md)` : ''}; the bench took ${results.seconds} s\n`);

@@ -1,0 +1,72 @@
+/**
+ * The read side through the real binary: `status` and `list --state confirmed --json` on
+ * generated stores of 1,000 / 10,000 / 100,000 proposals (1,000 of them confirmed in each, so
+ * the listing's output is the same size and only the store grows), each timed first — with no
+ * status index under <store>/.index/, so the command reads every proposal and builds it — and
+ * warm; `run promote` when everything is already promoted (the fixed cost of a run); and the
+ * cold start of `status` on a small store, with and without the configuration cache.
+ */
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { benchEnv, scratch } from '../lib/engine.js';
+import { dropStatusIndex, runOnce, timeCommand } from '../lib/cli.js';
+import { writeStore } from '../lib/fixtures.js';
+
+const CONFIRMED = 1000;
+
+function summary(timing) {
+  return { medianMs: timing.medianMs, runs: timing.runs, maxRssKb: timing.maxRssKb, outBytes: timing.outBytes };
+}
+
+/** Status and list at one store size. `log` reports progress on stderr. */
+export function measureStore(size, { warmRuns = 5, log = () => {} } = {}) {
+  const work = scratch('pipeline-bench-store-');
+  try {
+    const env = benchEnv(work.dir);
+    const store = path.join(work.dir, 'store');
+    const started = performance.now();
+    const { counts, samples } = writeStore(store, size, Math.min(CONFIRMED, size));
+    log(`  generated ${size} proposals in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    runOnce(['validate'], env, work.dir); // fills the configuration cache, as any earlier command would
+    const args = (...rest) => ['--store', store, ...rest];
+    const firstRuns = size >= 100_000 ? 1 : 3;
+    const result = { size, counts };
+
+    result.statusFirst = summary(timeCommand(args('status'), env, work.dir, { runs: firstRuns, before: () => dropStatusIndex(store) }));
+    result.statusWarm = summary(timeCommand(args('status'), env, work.dir, { runs: warmRuns }));
+    const listArgs = args('list', '--state', 'confirmed', '--json');
+    result.listFirst = summary(timeCommand(listArgs, env, work.dir, { runs: firstRuns, before: () => dropStatusIndex(store) }));
+    const listWarm = timeCommand(listArgs, env, work.dir, { runs: warmRuns });
+    const listed = JSON.parse(listWarm.last.stdout());
+    if (listed.length !== counts.confirmed) throw new Error(`list printed ${listed.length} proposals, expected ${counts.confirmed}`);
+    result.listWarm = summary(listWarm);
+    log(`  status ${Math.round(result.statusWarm.medianMs)} ms, list ${Math.round(result.listWarm.medianMs)} ms (warm)`);
+    // One review command on the oldest confirmed proposals (every store has some): its cost
+    // should not grow with the store.
+    const confirmed = [...samples.confirmed];
+    result.reviewOne = summary(timeCommand([], env, work.dir, { runs: 3, argsOf: () => args('unconfirm', confirmed.shift()) }));
+    // Everything judged is promoted already: what is left is the run's own cost over the store.
+    result.runPromoteIdle = summary(timeCommand(args('run', 'promote', '--json'), env, work.dir, { runs: 1 }));
+    log(`  run promote with nothing to do: ${Math.round(result.runPromoteIdle.medianMs)} ms`);
+    return result;
+  } finally {
+    work.cleanup();
+  }
+}
+
+/** `pipeline status` on a small store from a cold process: with the config cache, and the very first run. */
+export function measureColdStart({ runs = 9 } = {}) {
+  const work = scratch('pipeline-bench-cold-');
+  try {
+    const env = benchEnv(work.dir);
+    const store = path.join(work.dir, 'store');
+    writeStore(store, 20, 5);
+    const cacheDir = env.PIPELINE_CONFIG_CACHE;
+    const noCache = timeCommand(['--store', store, 'status'], env, work.dir, { runs: 3, before: () => rmSync(cacheDir, { recursive: true, force: true }) });
+    const cached = timeCommand(['--store', store, 'status'], env, work.dir, { runs });
+    const version = timeCommand(['--version'], env, work.dir, { runs });
+    return { status: summary(cached), statusNoConfigCache: summary(noCache), version: summary(version) };
+  } finally {
+    work.cleanup();
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * The last audit row (event and target) of every proposal, kept as a cache beside the audit log
+ * and brought up to date by reading only what was appended since: a batch run's crash repair
+ * then costs the new rows, not the whole log. The log is append-only; a log that shrank or was
+ * replaced is read again from the start. Never required for correctness.
+ */
+import { mkdirSync, openSync, closeSync, fstatSync, readFileSync, readSync } from 'node:fs';
+import path from 'node:path';
+import { writeFileAtomic } from './files.js';
+
+const FORMAT = 'pipeline-audit-index 1';
+
+export type LastAudits = Map<string, { event: string; to: string }>;
+
+function loadCache(file: string): { ino: number; offset: number; last: LastAudits } {
+  const last: LastAudits = new Map();
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return { ino: 0, offset: 0, last };
+  }
+  const lines = text.split('\n');
+  const header = /^pipeline-audit-index 1\t(\d+)\t(\d+)$/.exec(lines[0] ?? '');
+  if (!header) return { ino: 0, offset: 0, last };
+  for (let i = 1; i < lines.length; i++) {
+    const [id, event, to] = lines[i]!.split('\t');
+    if (id && event !== undefined && to !== undefined) last.set(id, { event, to });
+  }
+  return { ino: Number(header[1]), offset: Number(header[2]), last };
+}
+
+/** Read `log` from `offset`; returns the complete lines' text and the bytes they take. */
+function readTail(fd: number, offset: number, size: number): { text: string; bytes: number } {
+  const buffer = Buffer.alloc(size - offset);
+  readSync(fd, buffer, 0, buffer.length, offset);
+  const end = buffer.lastIndexOf(0x0a) + 1;
+  return { text: buffer.subarray(0, end).toString('utf8'), bytes: end };
+}
+
+export async function readAuditIndex(log: string, cacheFile: string): Promise<LastAudits> {
+  let fd: number;
+  try {
+    fd = openSync(log, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return new Map();
+    throw error;
+  }
+  let cache = loadCache(cacheFile);
+  let added = 0;
+  try {
+    const { size, ino } = fstatSync(fd);
+    if (ino !== cache.ino || size < cache.offset) cache = { ino, offset: 0, last: new Map() };
+    if (size > cache.offset) {
+      const { text, bytes } = readTail(fd, cache.offset, size);
+      for (const line of text.split('\n')) {
+        if (!line) continue;
+        try {
+          const row = JSON.parse(line) as { id?: unknown; event?: unknown; to?: unknown };
+          if (typeof row.id === 'string' && typeof row.event === 'string' && typeof row.to === 'string') {
+            cache.last.set(row.id, { event: row.event, to: row.to });
+            added++;
+          }
+        } catch {
+          // a torn line is not a row
+        }
+      }
+      cache.offset += bytes;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  if (added > 0) {
+    const lines = [`${FORMAT}\t${cache.ino}\t${cache.offset}`];
+    for (const [id, { event, to }] of cache.last) lines.push(`${id}\t${event.replace(/[\t\n]/g, ' ')}\t${to.replace(/[\t\n]/g, ' ')}`);
+    try {
+      mkdirSync(path.dirname(cacheFile), { recursive: true });
+      await writeFileAtomic(cacheFile, `${lines.join('\n')}\n`, { durable: false });
+    } catch {
+      // an unwritable cache only makes the next run slower
+    }
+  }
+  return cache.last;
+}
