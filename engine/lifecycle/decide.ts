@@ -69,8 +69,7 @@ export function decide(lifecycle: Lifecycle, input: DecideInput): Decision {
   if (typeof status !== 'string' || !lifecycle.states.includes(status)) {
     return { kind: 'refused', code: 'status_unknown', message: `${input.label} has status ${JSON.stringify(status)}, which the lifecycle does not know` };
   }
-  const snapshot = lifecycle.machine.resolveState({ value: status, context: { proposal } });
-  const [next, actions] = xstateTransition(lifecycle.machine, snapshot, { type: event, args } as never);
+  const [next, actions] = xstateTransition(lifecycle.machine, lifecycle.snapshot(status), { type: event, args, proposal } as never);
   const step = (actions as { type: string; params?: { id?: number } }[]).find((action) => action.type === STEP_ACTION);
   if (!step || typeof step.params?.id !== 'number') {
     const candidates = lifecycle.transitions.filter((t) => t.from === status && t.event === event);

@@ -34,6 +34,8 @@ export interface Lifecycle {
   transitions: Transition[];
   /** The validator of a named guard (compiled on first use). */
   guard: (name: string) => ValidateFunction;
+  /** The machine snapshot of a state (`machine.resolveState`), resolved once per state. */
+  snapshot: (state: string) => ReturnType<AnyStateMachine['resolveState']>;
 }
 
 export const STEP_ACTION = 'pipeline.step';
@@ -66,9 +68,11 @@ export function flattenTransitions(def: MachineDef): Transition[] {
 /** Build the xstate machine. Guard validators must cover every guard name (checked at load). */
 export function buildLifecycle(def: MachineDef, guard: (name: string) => ValidateFunction): Lifecycle {
   const transitions = flattenTransitions(def);
-  const guards: Record<string, (input: { context: { proposal: unknown }; event: { args?: unknown } }) => boolean> = {};
+  // The proposal travels with the event, so a state's snapshot does not depend on it and can be
+  // resolved once per state.
+  const guards: Record<string, (input: { event: { proposal?: unknown; args?: unknown } }) => boolean> = {};
   for (const name of Object.keys(def.guards ?? {})) {
-    guards[name] = ({ context, event }) => guard(name)({ proposal: context.proposal, args: event.args ?? {} }) === true;
+    guards[name] = ({ event }) => guard(name)({ proposal: event.proposal, args: event.args ?? {} }) === true;
   }
   const actions: Record<string, () => void> = { [STEP_ACTION]: () => {} };
   for (const name of Object.keys(def.effects ?? {})) actions[name] = () => {};
@@ -93,13 +97,13 @@ export function buildLifecycle(def: MachineDef, guard: (name: string) => Validat
     };
   }
   const machine = setup({
-    types: {} as { context: { proposal: unknown }; events: { type: string; args?: Record<string, unknown> } },
+    types: {} as { context: Record<string, never>; events: { type: string; args?: Record<string, unknown>; proposal?: unknown } },
     guards: guards as never,
     actions: actions as never,
   }).createMachine({
     id: def.id,
     initial: def.initial,
-    context: { proposal: null },
+    context: {},
     ...(def.description !== undefined ? { description: def.description } : {}),
     states: states as never,
   });
@@ -107,7 +111,16 @@ export function buildLifecycle(def: MachineDef, guard: (name: string) => Validat
   const names = Object.keys(def.states);
   const terminal = new Set(names.filter((name) => !transitions.some((t) => t.from === name && t.target !== undefined && t.target !== name)));
   const events = [...new Set(transitions.map((t) => t.event))];
-  return { def, machine: machine as unknown as AnyStateMachine, states: names, initial: def.initial, terminal, events, transitions, guard };
+  const snapshots = new Map<string, ReturnType<AnyStateMachine['resolveState']>>();
+  const snapshot = (state: string) => {
+    let resolved = snapshots.get(state);
+    if (!resolved) {
+      resolved = (machine as unknown as AnyStateMachine).resolveState({ value: state, context: {} });
+      snapshots.set(state, resolved);
+    }
+    return resolved;
+  };
+  return { def, machine: machine as unknown as AnyStateMachine, states: names, initial: def.initial, terminal, events, transitions, guard, snapshot };
 }
 
 export function effectOperations(lifecycle: Lifecycle, names: readonly string[]): Operation[] {

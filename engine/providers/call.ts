@@ -3,6 +3,7 @@
  * provider, model and prompt), size-capped, and parsed leniently into a JSON value. The caller
  * validates the value and only then `keep()`s it in the cache — an answer that failed validation
  * is never cached, so a re-run after a crash pays for nothing twice and repeats no bad answer.
+ * Without the cache (`--no-cache`) nothing is read from it or written to it.
  */
 import type { Usage } from '../jury/verdict.js';
 import type { Store } from '../store/types.js';
@@ -62,5 +63,6 @@ export async function callProvider(store: Store, provider: Provider, request: Pr
   if (text.trim() === '') return { ok: false, kind: 'outage', reason: `${provider.kind} provider "${provider.name}" answered nothing` };
   const parsed = parse(text, maxBytes);
   if (!parsed.ok) return { ok: false, kind: 'invalid', reason: parsed.reason };
-  return { ok: true, value: parsed.value, usage: result.usage, cached: false, keep: () => store.cachePut(key, { text, usage: result.usage } satisfies CachedAnswer) };
+  const keep = options.useCache ? () => store.cachePut(key, { text, usage: result.usage } satisfies CachedAnswer) : noop;
+  return { ok: true, value: parsed.value, usage: result.usage, cached: false, keep };
 }

@@ -2,9 +2,16 @@
  * Run work over many items with a concurrency limit (p-limit), claiming each one first so two
  * runs never process the same item, and stopping cleanly when interrupted: no new item is
  * claimed after the signal; items in flight finish (their commits) or are dropped unwritten.
+ *
+ * Work comes in two phases. The first (e.g. waiting for a jury) holds one of the `concurrency`
+ * slots; the second (committing, promoting) runs after the slot is handed to the next item, so
+ * slow local writes never keep a model call from starting. The claim is held across both.
  */
 import pLimit from 'p-limit';
 import type { Store } from '../store/types.js';
+
+/** What the first phase may leave for after its slot is released. */
+export type Finish = (() => Promise<void>) | void;
 
 export interface BatchOptions<T> {
   store: Store;
@@ -13,8 +20,8 @@ export interface BatchOptions<T> {
   keyOf: (item: T) => string;
   concurrency: number;
   signal?: AbortSignal;
-  /** Process one claimed item. */
-  work: (item: T) => Promise<void>;
+  /** Process one claimed item; may return a second phase to run outside the slot. */
+  work: (item: T) => Promise<Finish>;
   /** Called when another live run holds the claim. */
   onClaimed?: (item: T) => void;
   /** Called when `work` throws: the item is left as it was, the batch goes on. */
@@ -23,27 +30,38 @@ export interface BatchOptions<T> {
 
 export async function runBatch<T>(options: BatchOptions<T>): Promise<void> {
   const concurrency = Math.max(1, options.concurrency);
-  const limit = pLimit(concurrency);
+  const slots = pLimit(concurrency);
+  const finishing = pLimit(concurrency);
   const running = new Set<Promise<void>>();
   const process = async (item: T) => {
-    if (options.signal?.aborted) return;
-    const claim = await options.store.claim(options.stage, options.keyOf(item));
-    if (!claim) {
-      options.onClaimed?.(item);
-      return;
-    }
+    const claimed = await slots(async () => {
+      if (options.signal?.aborted) return undefined;
+      const claim = await options.store.claim(options.stage, options.keyOf(item));
+      if (!claim) {
+        options.onClaimed?.(item);
+        return undefined;
+      }
+      try {
+        return { claim, finish: await options.work(item) };
+      } catch (error) {
+        await claim.release();
+        options.onError(item, error);
+        return undefined;
+      }
+    });
+    if (!claimed) return;
     try {
-      await options.work(item);
+      if (claimed.finish) await finishing(claimed.finish);
     } catch (error) {
       options.onError(item, error);
     } finally {
-      await claim.release();
+      await claimed.claim.release();
     }
   };
   // Feed p-limit a bounded window, so memory stays flat however many items there are.
   for (const item of options.items) {
     if (options.signal?.aborted) break;
-    const task: Promise<void> = limit(() => process(item)).finally(() => running.delete(task));
+    const task: Promise<void> = process(item).finally(() => running.delete(task));
     running.add(task);
     if (running.size >= concurrency * 2) await Promise.race(running);
   }

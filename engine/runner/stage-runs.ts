@@ -7,7 +7,7 @@ import { PipelineError, EXIT } from '../errors.js';
 import type { Engine } from '../engine.js';
 import type { JudgeStageDef, PromoteStageDef, StageDef, TransformStageDef } from '../config/types.js';
 import { Providers, type ProviderSource } from '../providers/index.js';
-import { judgeWithProviders, planFor, precheck } from '../stages/judge.js';
+import { judgePanel, planFor, precheck, type JudgeResult } from '../stages/judge.js';
 import { promotableStates, promote } from '../stages/promote.js';
 import { pregatePasses, readSources, sourceDir, transformOne } from '../stages/transform.js';
 import { serializeProposal, type Stored } from '../store/types.js';
@@ -61,6 +61,7 @@ async function confirmSpend(plan: BatchPlan, noun: string, options: RunOptions):
 
 export async function runStage(engine: Engine, stage: StageDef, options: RunOptions): Promise<Summary> {
   if (!options.dryRun && stage.kind !== 'review') {
+    await engine.store.sweep();
     const repaired = await engine.repairAudit(stage.name, 'run');
     if (repaired) options.note(`${stage.name}: added ${repaired} audit row${repaired === 1 ? '' : 's'} missing after an interrupted commit`);
   }
@@ -128,6 +129,28 @@ async function runJudge(engine: Engine, stage: JudgeStageDef, options: RunOption
 
   const then = stage.then ? engine.pipeline.stages.find((candidate) => candidate.name === stage.then) : undefined;
   const progress = ids.length ? options.progress(stage.name, ids.length) : silentProgress;
+  const record = async (id: string, result: JudgeResult): Promise<void> => {
+    for (const usage of result.spent) addUsage(summary, usage);
+    const { outcome } = result;
+    if (outcome.kind === 'committed') {
+      count(summary, outcome.to);
+      if (then?.kind === 'promote') {
+        const promoted = await promote(engine, then, { id, proposal: outcome.proposal, version: serializeProposal(outcome.proposal) }, 'run');
+        for (const warning of promoted.warnings) options.note(`warning: ${warning}`);
+        if (promoted.outcome.kind === 'refused') options.note(`${id}: judged ${outcome.to}, but promotion failed: ${promoted.outcome.message} (the verdict stands)`);
+      }
+    } else if (outcome.kind === 'unjudged') {
+      if (options.signal?.aborted) return;
+      count(summary, 'unjudged');
+      summary.unjudged.push(id);
+      options.note(`could not be judged: ${id}: ${outcome.reason}`);
+    } else if (outcome.kind === 'refused') {
+      count(summary, 'refused');
+      summary.refused.push(id);
+      options.note(`refused: ${outcome.message}${outcome.details ? `\n${outcome.details.map((line) => `  - ${line}`).join('\n')}` : ''}`);
+    }
+    progress.tick(`${summary.counts[outcomes[0]!] ?? 0} ${outcomes[0]}`);
+  };
   await runBatch({
     store: engine.store,
     stage: stage.name,
@@ -140,6 +163,10 @@ async function runJudge(engine: Engine, stage: JudgeStageDef, options: RunOption
       count(summary, 'refused');
       options.note(`${id}: ${describeError(error)} — left as it was`);
     },
+    onClaimed: (id) => {
+      count(summary, 'held_by_another_run');
+      options.note(`${id}: another run is judging it — left to that run`);
+    },
     work: async (id) => {
       const read = await engine.store.read(id);
       if (read.kind !== 'found') {
@@ -147,27 +174,13 @@ async function runJudge(engine: Engine, stage: JudgeStageDef, options: RunOption
         return;
       }
       if (read.stored.proposal['status'] !== stage.from) return; // decided by someone else meanwhile
-      const result = await judgeWithProviders(engine, stage, read.stored, { providers, useCache: options.useCache, actor: 'run', ...(options.signal ? { signal: options.signal } : {}) });
-      for (const usage of result.spent) addUsage(summary, usage);
-      const { outcome } = result;
-      if (outcome.kind === 'committed') {
-        count(summary, outcome.to);
-        if (then?.kind === 'promote') {
-          const promoted = await promote(engine, then, { id, proposal: outcome.proposal, version: serializeProposal(outcome.proposal) }, 'run');
-          for (const warning of promoted.warnings) options.note(`warning: ${warning}`);
-          if (promoted.outcome.kind === 'refused') options.note(`${id}: judged ${outcome.to}, but promotion failed: ${promoted.outcome.message} (the verdict stands)`);
-        }
-      } else if (outcome.kind === 'unjudged') {
-        if (options.signal?.aborted) return;
-        count(summary, 'unjudged');
-        summary.unjudged.push(id);
-        options.note(`could not be judged: ${id}: ${outcome.reason}`);
-      } else if (outcome.kind === 'refused') {
-        count(summary, 'refused');
-        summary.refused.push(id);
-        options.note(`refused: ${outcome.message}${outcome.details ? `\n${outcome.details.map((line) => `  - ${line}`).join('\n')}` : ''}`);
+      const judgement = await judgePanel(engine, stage, read.stored, { providers, useCache: options.useCache, actor: 'run', ...(options.signal ? { signal: options.signal } : {}) });
+      if (judgement.kind === 'done') {
+        await record(id, judgement.result);
+        return;
       }
-      progress.tick(`${summary.counts[outcomes[0]!] ?? 0} ${outcomes[0]}`);
+      // The jury has answered: commit (and promote) after handing the slot to the next proposal.
+      return async () => record(id, await judgement.commit());
     },
   });
   progress.done();

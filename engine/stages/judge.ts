@@ -116,19 +116,28 @@ export async function runPanel(engine: Engine, stage: JudgeStageDef, stored: Sto
   return { ok: true, judges: answers.map((answer) => (answer as { verdict: Verdict }).verdict), spent };
 }
 
+/** A judgement in two steps: the jury (slow, remote), then the commit (local). */
+export type Judgement = { kind: 'done'; result: JudgeResult } | { kind: 'decided'; spent: Usage[]; commit: () => Promise<JudgeResult> };
+
+/** Everything before the commit: checks, rubric, and the panel's answers. */
+export async function judgePanel(engine: Engine, stage: JudgeStageDef, stored: Stored, options: PanelOptions & { actor: Actor }): Promise<Judgement> {
+  const early = precheck(engine, stage, stored);
+  if (early) return { kind: 'done', result: { outcome: early, spent: [] } };
+  const plan = planFor(engine, stage, stored);
+  const commit = (judges: Verdict[], spent: Usage[]) => async (): Promise<JudgeResult> => {
+    const outcome = await decideAndCommit(engine, stage, stored, plan, judges, options.actor);
+    return { outcome, spent, ...(outcome.verdict ? { verdict: outcome.verdict } : {}) };
+  };
+  if (plan.kind !== 'jury') return { kind: 'decided', spent: [], commit: commit([], []) };
+  const panel = await runPanel(engine, stage, stored, plan.rubric, options);
+  if (!panel.ok) return { kind: 'done', result: { outcome: { kind: 'unjudged', id: stored.id, reason: panel.reason }, spent: panel.spent } };
+  return { kind: 'decided', spent: panel.spent, commit: commit(panel.judges, panel.spent) };
+}
+
 /** Judge one proposal with the configured providers. */
 export async function judgeWithProviders(engine: Engine, stage: JudgeStageDef, stored: Stored, options: PanelOptions & { actor: Actor }): Promise<JudgeResult> {
-  const early = precheck(engine, stage, stored);
-  if (early) return { outcome: early, spent: [] };
-  const plan = planFor(engine, stage, stored);
-  if (plan.kind !== 'jury') {
-    const outcome = await decideAndCommit(engine, stage, stored, plan, [], options.actor);
-    return { outcome, spent: [], ...(outcome.verdict ? { verdict: outcome.verdict } : {}) };
-  }
-  const panel = await runPanel(engine, stage, stored, plan.rubric, options);
-  if (!panel.ok) return { outcome: { kind: 'unjudged', id: stored.id, reason: panel.reason }, spent: panel.spent };
-  const outcome = await decideAndCommit(engine, stage, stored, plan, panel.judges, options.actor);
-  return { outcome, spent: panel.spent, ...(outcome.verdict ? { verdict: outcome.verdict } : {}) };
+  const judgement = await judgePanel(engine, stage, stored, options);
+  return judgement.kind === 'done' ? judgement.result : judgement.commit();
 }
 
 /**

@@ -12,7 +12,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { LedgerRow, Proposal } from '../lifecycle/effects.js';
 import { isUlid } from '../util/ids.js';
-import { appendLine, readFrom, readJsonLines, readTextIfExists, writeFileAtomic } from './files.js';
+import { appendLine, pidAlive, readFrom, readJsonLines, readTextIfExists, sweepTemps, writeFileAtomic } from './files.js';
 import { acquire, tryAcquire } from './owner-files.js';
 import { readAuditIndex } from './audit-index.js';
 import { scanProposals } from './proposal-index.js';
@@ -348,6 +348,17 @@ export class FileStore implements Store {
     }
   }
 
+  async sweep(): Promise<number> {
+    const subdirs = await fs.readdir(this.location, { withFileTypes: true }).catch(() => []);
+    const claims = await fs.readdir(path.join(this.location, '.claims')).catch(() => []);
+    const dirs = [
+      ...subdirs.filter((entry) => entry.isDirectory()).map((entry) => path.join(this.location, entry.name)),
+      path.join(this.location, '.index', 'keys'),
+      ...claims.map((stage) => path.join(this.location, '.claims', stage)),
+    ];
+    return sweepTemps(dirs);
+  }
+
   async cacheGet(key: string): Promise<unknown | undefined> {
     const text = await readTextIfExists(path.join(this.location, 'cache', `${cacheName(key)}.json`));
     if (text === undefined) return undefined;
@@ -361,7 +372,14 @@ export class FileStore implements Store {
   async cachePut(key: string, value: unknown): Promise<void> {
     const dir = path.join(this.location, 'cache');
     await this.ensureDir(dir);
-    await writeFileAtomic(path.join(dir, `${cacheName(key)}.json`), JSON.stringify(value), { durable: false });
+    // Through the thread pool, not synchronously: a cache write must not stall answers in flight.
+    const target = path.join(dir, `${cacheName(key)}.json`);
+    const temp = `${target}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`;
+    await fs.writeFile(temp, JSON.stringify(value));
+    await fs.rename(temp, target).catch(async (error: unknown) => {
+      await fs.unlink(temp).catch(() => {});
+      throw error;
+    });
   }
 }
 
@@ -375,15 +393,6 @@ function parseKeyMarker(text: string): { id: string; pid: number } | undefined {
     return typeof value.id === 'string' && isUlid(value.id) && typeof value.pid === 'number' ? { id: value.id, pid: value.pid } : undefined;
   } catch {
     return undefined;
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -100,6 +100,42 @@ export async function appendLine(file: string, row: unknown, options: { durable?
   }
 }
 
+/** Is a process of this host alive? */
+export function pidAlive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Remove the temp files (`….<pid>.<random>.tmp`) that killed processes left in `dirs`: a temp
+ * file of a live process, or a young one, is left alone. Returns how many were removed.
+ */
+export async function sweepTemps(dirs: readonly string[], minAgeMs = 10_000): Promise<number> {
+  let removed = 0;
+  for (const dir of dirs) {
+    let names: string[];
+    try {
+      names = await fs.readdir(dir);
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const match = /\.(\d+)\.[0-9a-z]+\.tmp$/.exec(name);
+      if (!match || pidAlive(Number(match[1]))) continue;
+      const file = path.join(dir, name);
+      const stat = await fs.stat(file).catch(() => undefined);
+      if (!stat || Date.now() - stat.mtimeMs < minAgeMs) continue;
+      await fs.unlink(file).then(() => removed++, () => {});
+    }
+  }
+  return removed;
+}
+
 /** Read a JSONL file; torn or garbage lines are skipped (and counted). */
 export async function readJsonLines(file: string): Promise<{ rows: Record<string, unknown>[]; skipped: number }> {
   let text: string;

@@ -1,16 +1,17 @@
 /**
  * Exclusive files that name their owner process: per-proposal commit locks and per-stage claims.
  * A file whose owner is dead (SIGKILL, power loss) is stale and may be taken over, so a killed
- * run never leaves a proposal stuck. Created with link() so a lock file is never seen half-written.
+ * run never leaves a proposal stuck.
  *
  * Hand-written: lock libraries such as proper-lockfile detect staleness by age (mtime), which
  * keeps a killed run's proposals locked for the stale period; checking the owner's pid frees
  * them at once.
  */
 import { randomBytes } from 'node:crypto';
-import { linkSync, promises as fs, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, linkSync, openSync, promises as fs, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pidAlive } from './files.js';
 
 interface Owner {
   pid: number;
@@ -19,18 +20,15 @@ interface Owner {
 }
 
 const HOST = os.hostname();
+let tokens = 0;
 /** A takeover marker older than this belongs to a killed taker. */
 const STEAL_STALE_MS = 2000;
+/** An owner file still empty after this long was left by a holder killed mid-write. */
+const HALF_WRITTEN_MS = 1000;
 
 function isAlive(owner: Owner): boolean {
   if (owner.host !== HOST) return true; // cannot tell: assume alive
-  if (owner.pid === process.pid) return true;
-  try {
-    process.kill(owner.pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  return pidAlive(owner.pid);
 }
 
 async function readOwner(file: string): Promise<Owner | null | undefined> {
@@ -50,42 +48,47 @@ export interface Held {
 
 /** Try once to take `file`. Returns null when a live owner holds it. */
 export async function tryAcquire(file: string): Promise<Held | null> {
-  const token = randomBytes(8).toString('hex');
+  const token = `${process.pid}.${++tokens}`;
   const owner: Owner = { pid: process.pid, host: HOST, token };
-  const temp = `${file}.${token}.tmp`;
-  writeFileSync(temp, JSON.stringify(owner));
-  try {
-    for (let attempt = 0; attempt < 3; attempt++) {
-      try {
-        linkSync(temp, file);
-        return {
-          release: async () => {
-            const current = await readOwner(file);
-            if (current && current.token === token) {
-              try {
-                unlinkSync(file);
-              } catch {
-                // already gone
-              }
-            }
-          },
-        };
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      }
-      const current = await readOwner(file);
-      if (current === undefined) continue; // released meanwhile: try again
-      if (current && isAlive(current)) return null;
-      if ((await takeOver(file, current)) === false) return null;
-    }
-    return null;
-  } finally {
+  const content = Buffer.from(JSON.stringify(owner));
+  for (let attempt = 0; attempt < 3; attempt++) {
+    let fd: number | undefined;
     try {
-      unlinkSync(temp);
-    } catch {
-      // already gone
+      // One exclusive create; the owner is written at once. A holder killed between the two
+      // leaves an empty file, which counts as stale only once it is a second old (below).
+      fd = openSync(file, 'wx');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
+    if (fd !== undefined) {
+      try {
+        writeSync(fd, content);
+      } finally {
+        closeSync(fd);
+      }
+      return {
+        // Nobody takes over the file of a live owner, so it is still ours to remove.
+        release: async () => {
+          try {
+            unlinkSync(file);
+          } catch {
+            // already gone
+          }
+        },
+      };
+    }
+    const current = await readOwner(file);
+    if (current === undefined) continue; // released meanwhile: try again
+    if (current && isAlive(current)) return null;
+    if (current === null && youngerThan(file, HALF_WRITTEN_MS)) return null; // being written right now
+    if ((await takeOver(file, current)) === false) return null;
   }
+  return null;
+}
+
+function youngerThan(file: string, ms: number): boolean {
+  const stat = statSync(file, { throwIfNoEntry: false });
+  return stat !== undefined && Date.now() - stat.mtimeMs < ms;
 }
 
 /** Remove a stale file, guarded by a takeover marker so two takers never both remove. */

@@ -84,6 +84,8 @@ export interface Store {
   /** Cached model answers (§6): never required for correctness. */
   cacheGet(key: string): Promise<unknown | undefined>;
   cachePut(key: string, value: unknown): Promise<void>;
+  /** Remove what killed processes left behind (temp files); returns how many. Safe at any time. */
+  sweep(): Promise<number>;
   /** A path under the store, for messages ("pool entries are in …"). */
   pathOf(collection: string, id?: string): string;
 }

@@ -232,9 +232,12 @@ describe('the answer cache', () => {
     const id = await confirmed('org');
     await judge(id, panel(() => text({ score: 2, passed: true }), () => verdict()).source);
     const second = panel(() => verdict(), () => verdict());
+    const { readdirSync } = await import('node:fs');
+    const cached = readdirSync(path.join(t.storeDir, 'cache')).length;
     await judge(id, second.source, false);
     expect(second.providers.standard.calls).toHaveLength(1);
     expect(second.providers.adversarial.calls).toHaveLength(1);
+    expect(readdirSync(path.join(t.storeDir, 'cache'))).toHaveLength(cached);
   });
 });
 
@@ -268,6 +271,22 @@ describe('the shipped offline judges', () => {
     const id = await confirmed('public', { rationale: 'Publishing failed until the token was set: api_key=pypi-AgEIcHlwaS5vcmcCJGM3ZTYx in the release script.' });
     await judge(id, providers);
     expect(read(id).verdict).toMatchObject({ passed: false, reason: 'criterion_floor', failed_criterion: 'disclosure' });
+  });
+});
+
+describe('runs', () => {
+  it('leave a proposal another run holds to that run, and say so', async () => {
+    const { runStage } = await import('../../engine/runner/stage-runs.js');
+    const held = await confirmed('org');
+    const free = await confirmed('org');
+    const claim = await t.store.claim(stage.name, held);
+    const notes: string[] = [];
+    const summary = await runStage(t.engine, stage, { concurrency: 2, dryRun: false, yes: true, useCache: true, cwd: t.storeDir, interactive: false, ask: async () => false, progress: () => ({ tick() {}, done() {} }), note: (line) => notes.push(line), providers: panel(() => verdict()).source });
+    await claim!.release();
+    expect(summary.counts).toMatchObject({ approved: 1, held_by_another_run: 1 });
+    expect(read(held).status).toBe('confirmed');
+    expect(read(free).status).toBe('approved');
+    expect(notes.join('\n')).toMatch(new RegExp(`${held}: another run is judging it`));
   });
 });
 

@@ -70,6 +70,23 @@ describe('file store', () => {
     expect((await store.counts(['pending'])).counts).toEqual({ pending: 1 });
   });
 
+  it('sweeps the temp files of dead processes, and leaves a live process its own', async () => {
+    const store = make();
+    await seed(store);
+    const dir = path.join(store.location, 'proposals');
+    const dead = path.join(dir, `.x.json.999999999.abcd1234.tmp`);
+    const live = path.join(dir, `.y.json.${process.pid}.abcd1234.tmp`);
+    writeFileSync(dead, '{');
+    writeFileSync(live, '{');
+    const { utimesSync } = await import('node:fs');
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(dead, old, old);
+    utimesSync(live, old, old);
+    expect(await store.sweep()).toBe(1);
+    expect(existsSync(dead)).toBe(false);
+    expect(existsSync(live)).toBe(true);
+  });
+
   it('takes over a claim whose owner was killed', async () => {
     const dir = tempDir('pipeline-store-');
     const script = `import { FileStore } from ${JSON.stringify(path.join(ROOT, 'dist', 'engine', 'store', 'file-store.js'))};
