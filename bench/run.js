@@ -37,7 +37,7 @@ const began = performance.now();
 
 /** Run a scenario script in its own Node process; its last stdout line is its JSON result. */
 function child(script, args) {
-  const result = spawnSync(process.execPath, [path.join(here, 'scenarios', script), ...args.map(String)], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 });
+  const result = spawnSync(process.execPath, [path.join(here, 'scenarios', script), ...args.map(String)], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 16 * 1024 * 1024, env: { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' } });
   if (result.status !== 0) throw new Error(`${script} ${args.join(' ')} failed with exit code ${result.status}`);
   return JSON.parse(result.stdout.trim().split('\n').pop());
 }

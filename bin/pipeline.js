@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // The built CLI lives in dist/ (npm install runs `prepare`, which compiles engine/).
-import { main } from '../dist/pipeline.js';
+// Before any file system work starts libuv's thread pool: commits run several fsyncs at once.
+process.env.UV_THREADPOOL_SIZE ??= '16';
+const { main } = await import('../dist/pipeline.js');
 
 main(process.argv.slice(2)).then(
   (code) => { process.exitCode = code; },

@@ -13,8 +13,65 @@
  * commit.
  */
 
+/** Per process, so two processes that reuse a pid never collide on a temp name. */
+const randomSuffix = randomBytes(3).toString('hex');
+
 const fsyncAsync = promisify(fsync);
 const fdatasyncAsync = promisify(fdatasync);
+
+/**
+ * Group commit: concurrent requests to make a directory's entries (or a log's appends) durable
+ * share one sync. A request waits for a sync that starts after it was made, because one already
+ * running may not cover its write.
+ */
+export class GroupSync {
+  private running: Promise<void> | undefined;
+  private next: Promise<void> | undefined;
+  constructor(private readonly sync: () => Promise<void>) {}
+
+  request(): Promise<void> {
+    if (!this.running) return this.start();
+    this.next ??= this.running.then(
+      () => this.startNext(),
+      () => this.startNext(),
+    );
+    return this.next;
+  }
+
+  private startNext(): Promise<void> {
+    this.next = undefined;
+    return this.start();
+  }
+
+  private start(): Promise<void> {
+    const running: Promise<void> = this.sync().finally(() => {
+      if (this.running === running) this.running = undefined;
+    });
+    this.running = running;
+    return running;
+  }
+}
+
+const groups = new Map<string, GroupSync>();
+
+async function syncPath(target: string, data: boolean): Promise<void> {
+  const fd = openSync(target, constants.O_RDONLY);
+  try {
+    await (data ? fdatasyncAsync(fd) : fsyncAsync(fd));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Make `target`'s writes so far durable, sharing the sync with concurrent requests. */
+function groupSync(target: string, data: boolean): Promise<void> {
+  let group = groups.get(target);
+  if (!group) {
+    group = new GroupSync(() => syncPath(target, data));
+    groups.set(target, group);
+  }
+  return group.request();
+}
 import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fdatasync, fstatSync, fsync, linkSync, openSync, promises as fs, readFileSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { promisify } from 'node:util';
@@ -28,17 +85,16 @@ export interface WriteOptions {
   mode?: number;
 }
 
-export async function fsyncDir(dir: string): Promise<void> {
-  const fd = openSync(dir, constants.O_RDONLY);
-  try {
-    await fsyncAsync(fd);
-  } finally {
-    closeSync(fd);
-  }
+/** Make a directory's entries (renames, links) durable; concurrent calls share one fsync. */
+export function fsyncDir(dir: string): Promise<void> {
+  return groupSync(dir, false);
 }
 
+let temps = 0;
+
+/** A temp name beside `target`, unique to this process (swept by pid if the process dies). */
 function tempName(target: string): string {
-  return path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  return path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${(++temps).toString(36)}${randomSuffix}.tmp`);
 }
 
 /** Atomically replace (or create) `target` with `data`. */
@@ -94,10 +150,11 @@ export async function appendLine(file: string, row: unknown, options: { durable?
       if (last[0] !== 0x0a) prefix = '\n';
     }
     writeSync(fd, Buffer.from(prefix + line));
-    if (options.durable ?? true) await fdatasyncAsync(fd);
   } finally {
     closeSync(fd);
   }
+  // The line is written (whole, one write); concurrent appenders share the data sync.
+  if (options.durable ?? true) await groupSync(file, true);
 }
 
 /** Is a process of this host alive? */

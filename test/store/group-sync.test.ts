@@ -1,0 +1,37 @@
+/** Group commit: concurrent durability requests share syncs, and none is answered by a sync that started before it. */
+import { describe, expect, it } from 'vitest';
+import { GroupSync } from '../../engine/store/files.js';
+
+describe('GroupSync', () => {
+  it('shares one sync among the requests made while another runs, and never answers early', async () => {
+    const started: number[] = [];
+    let clock = 0;
+    const group = new GroupSync(async () => {
+      started.push(clock);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    });
+    const requests: { madeAt: number; answeredAfterSyncStartedAt?: number }[] = [];
+    const ask = async () => {
+      const request: (typeof requests)[number] = { madeAt: clock++ };
+      requests.push(request);
+      await group.request();
+      request.answeredAfterSyncStartedAt = started[started.length - 1];
+    };
+    const first = ask();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const waiting = Array.from({ length: 10 }, () => ask());
+    await Promise.all([first, ...waiting]);
+    expect(started).toHaveLength(2);
+    for (const request of requests) expect(request.answeredAfterSyncStartedAt!).toBeGreaterThanOrEqual(request.madeAt);
+  });
+
+  it('runs a sync per request when they do not overlap', async () => {
+    let syncs = 0;
+    const group = new GroupSync(async () => {
+      syncs++;
+    });
+    await group.request();
+    await group.request();
+    expect(syncs).toBe(2);
+  });
+});
