@@ -7,6 +7,7 @@ import { afterEach } from 'vitest';
 import { loadPipeline, type Pipeline } from '../engine/config/load.js';
 import { Engine } from '../engine/engine.js';
 import type { FileStore } from '../engine/store/file-store.js';
+import type { Stored } from '../engine/store/types.js';
 import { openFileStore } from '../engine/store/open.js';
 import { ulidGenerator } from '../engine/util/ids.js';
 
@@ -101,6 +102,18 @@ export function candidate(overrides: Record<string, unknown> = {}, id = artifact
 export function proposalInput(overrides: Record<string, unknown> = {}): { artifact_id: string; candidate: Record<string, unknown> } {
   const id = artifactId();
   return { artifact_id: id, candidate: candidate(overrides, id) };
+}
+
+/** The proposal file of `id` in a store directory, parsed. */
+export function proposalJson(storeDir: string, id: string): Record<string, any> {
+  return JSON.parse(readFileSync(path.join(storeDir, 'proposals', `${id}.json`), 'utf8')) as Record<string, any>;
+}
+
+/** The stored proposal (with its version) of `id`; throws unless it is found. */
+export async function storedOf(store: FileStore, id: string): Promise<Stored> {
+  const result = await store.read(id);
+  if (result.kind !== 'found') throw new Error(`${id}: ${result.kind}`);
+  return result.stored;
 }
 
 export function readJson(file: string): unknown {

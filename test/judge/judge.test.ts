@@ -10,7 +10,7 @@ import type { JudgeStageDef } from '../../engine/config/types.js';
 import type { Provider, ProviderRequest, ProviderResult } from '../../engine/providers/types.js';
 import { judgeWithProviders, judgeWithVerdicts } from '../../engine/stages/judge.js';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
-import { proposalInput, SECRET_FILE, testEngine, type TestEngine } from '../helpers.js';
+import { proposalInput, proposalJson, SECRET_FILE, storedOf, testEngine, type TestEngine } from '../helpers.js';
 
 let t: TestEngine;
 let stage: JudgeStageDef;
@@ -47,12 +47,8 @@ async function confirmed(visibility: string, overrides: Record<string, unknown> 
 }
 
 const file = (id: string) => path.join(t.storeDir, 'proposals', `${id}.json`);
-const read = (id: string) => JSON.parse(readFileSync(file(id), 'utf8')) as Record<string, any>;
-async function stored(id: string) {
-  const result = await t.store.read(id);
-  if (result.kind !== 'found') throw new Error(result.kind);
-  return result.stored;
-}
+const read = (id: string) => proposalJson(t.storeDir, id);
+const stored = (id: string) => storedOf(t.store, id);
 
 async function judge(id: string, source: { get(name: string): Provider }, useCache = true) {
   return judgeWithProviders(t.engine, stage, await stored(id), { providers: source, useCache, actor: 'run' });

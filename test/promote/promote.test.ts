@@ -10,7 +10,7 @@ import type { JudgeStageDef, PromoteStageDef } from '../../engine/config/types.j
 import { judgeWithVerdicts } from '../../engine/stages/judge.js';
 import { promote } from '../../engine/stages/promote.js';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
-import { proposalInput, SECRET_FILE, testEngine, type TestEngine } from '../helpers.js';
+import { proposalInput, proposalJson, SECRET_FILE, storedOf, testEngine, type TestEngine } from '../helpers.js';
 
 let t: TestEngine;
 let judgeStage: JudgeStageDef;
@@ -30,12 +30,8 @@ const panel = (adversarialPasses = true) => [
 ];
 
 const file = (id: string) => path.join(t.storeDir, 'proposals', `${id}.json`);
-const read = (id: string) => JSON.parse(readFileSync(file(id), 'utf8')) as Record<string, any>;
-async function stored(id: string) {
-  const result = await t.store.read(id);
-  if (result.kind !== 'found') throw new Error(result.kind);
-  return result.stored;
-}
+const read = (id: string) => proposalJson(t.storeDir, id);
+const stored = (id: string) => storedOf(t.store, id);
 
 /** A judged proposal (the verdict committed without promoting it). */
 async function judged(visibility: string, passes = true): Promise<string> {
