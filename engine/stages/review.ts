@@ -48,7 +48,7 @@ export async function runReviewCommand(engine: Engine, command: ReviewCommand, i
   const validate = engine.pipeline.schemas.inline(argsKey(command.stage.name, command.name));
   if (!validate(args)) {
     const problems = describeErrors(validate.errors).map((finding) => describeArgFinding(command, finding));
-    return refused('invalid_args', `${command.name} ${id}: ${problems.join('; ')}`, undefined, id);
+    return refused('invalid_args', `${command.name} ${id} (${String(read.stored.proposal['status'])}): ${problems.join('; ')}`, undefined, id);
   }
   const lifecycle = engine.pipeline.lifecycle;
   return engine.applyTo(read.stored, command.def.event, args, {
