@@ -12,6 +12,7 @@ import type { Transition } from './lifecycle/machine.js';
 import { refused, type Outcome } from './outcome.js';
 import type { AuditRow, Store, Stored } from './store/types.js';
 import { isUlid, ulidGenerator, type IdGenerator } from './util/ids.js';
+import { hasPath } from './util/json-path.js';
 import { formatTimestamp, systemClock, type Clock } from './util/time.js';
 
 export type Actor = AuditRow['actor'];
@@ -30,8 +31,6 @@ export interface ApplyOptions {
   actor: Actor;
   /** Checks run after the proposal is read and before its status is looked at. */
   before?: (stored: Stored) => Refusal | undefined;
-  /** Only commit if the proposal is still exactly this version (a run's claim). */
-  expectVersion?: string;
   /** Set on the one re-decision after a lost race. */
   retried?: boolean;
 }
@@ -77,9 +76,6 @@ export class Engine {
 
   async applyTo(stored: Stored, event: string, args: Record<string, unknown>, options: ApplyOptions): Promise<Outcome> {
     const { id, proposal } = stored;
-    if (options.expectVersion !== undefined && options.expectVersion !== stored.version) {
-      return refused('changed', `${id} changed while it was being processed`, undefined, id);
-    }
     const early = options.before?.(stored);
     if (early) return { kind: 'refused', id, code: early.code, message: early.message, ...(early.details ? { details: early.details } : {}) };
     const now = this.now();
@@ -98,6 +94,8 @@ export class Engine {
       const message = decision.entering ? `${id} is already ${status}; nothing changed` : `${id} stays ${status}; nothing written`;
       return { kind: 'unchanged', id, event, status, proposal, message };
     }
+    // A person's command first finishes a commit a crash interrupted (its missing audit row).
+    if (options.actor === 'cli' && (await this.store.lastAudits()).get(id)?.to !== decision.from) await this.repairOne(id, options);
     const audit: AuditRow = { at: now, id, event, from: decision.from, to: decision.to, stage: options.stage, actor: options.actor };
     const result = await this.store.commit(id, stored.version, decision.proposal, audit, decision.rows);
     if (!result.ok && result.reason === 'changed' && options.actor === 'cli' && !options.retried) {
@@ -115,27 +113,11 @@ export class Engine {
 
   /**
    * After a crash between a commit's steps, the next command on the proposal finishes them: the
-   * audit log's last row for it must show its current status, and the ledger rows of the
-   * transition that brought it there must exist. Done under the proposal's commit lock (which a
-   * commit holds across its file and its rows), so a live commit is never "repaired" twice.
+   * audit log's last row for it must show its current status (and a promotion stamp its
+   * `promote` row), and the ledger rows of the transition that brought it there must exist.
    */
   async repair(stored: Stored, entering: Transition | undefined, rows: readonly LedgerRow[], options: { stage: string; actor: Actor }): Promise<void> {
-    const { id } = stored;
-    await this.store.locked(id, async () => {
-      const read = await this.store.read(id);
-      if (read.kind !== 'found') return;
-      const status = String(read.stored.proposal['status']);
-      const last = await this.store.lastAudit(id);
-      if (!last || last.to !== status) {
-        const from = last?.to ?? null;
-        const event = entering && entering.from === from ? entering.event : this.eventBetween(from, status);
-        await this.store.appendAudit({ at: this.now(), id, event, from, to: status, stage: options.stage, actor: options.actor });
-      }
-      for (const row of rows) {
-        if (row.key === undefined) continue;
-        if (!(await this.store.ledgerHas(row.ledger, row.key, row.row[row.key]))) await this.store.appendLedger(row.ledger, row.row);
-      }
-    });
+    await this.repairOne(stored.id, { ...options, ...(entering ? { entering } : {}), rows });
   }
 
   /** The promote stage's stamp field and the states it promotes, if the pipeline has one. */
@@ -145,40 +127,71 @@ export class Engine {
   }
 
   /**
+   * Repair one proposal's audit (and ledger) rows. Under its commit lock, which a commit holds
+   * across its file and its rows, so a commit still in progress is never "repaired" twice.
+   * Returns the rows added, or -1 for a proposal with no audit history that is not in the
+   * initial state (a file put there by hand: there is nothing true to write for it).
+   */
+  private async repairOne(id: string, options: { stage: string; actor: Actor; entering?: Transition; rows?: readonly LedgerRow[] }): Promise<number> {
+    return this.store.locked(id, async () => {
+      const read = await this.store.read(id);
+      if (read.kind !== 'found') return 0;
+      const status = String(read.stored.proposal['status']);
+      if (!this.pipeline.lifecycle.states.includes(status)) return 0;
+      const last = await this.store.lastAudit(id);
+      const from = last?.to ?? null;
+      const at = this.now();
+      let added = 0;
+      if (from !== status) {
+        if (from === null && status !== this.pipeline.lifecycle.initial) return -1;
+        const event = options.entering && options.entering.from === from ? options.entering.event : this.eventBetween(from, status);
+        await this.store.appendAudit({ at, id, event, from, to: status, stage: options.stage, actor: options.actor });
+        added++;
+      } else {
+        const promotion = this.promotion();
+        if (promotion && hasPath(read.stored.proposal, promotion.stamp) && promotion.states.includes(status) && last?.event !== 'promote') {
+          await this.store.appendAudit({ at, id, event: 'promote', from: status, to: status, stage: options.stage, actor: options.actor });
+          added++;
+        }
+      }
+      for (const row of options.rows ?? []) {
+        if (row.key === undefined) continue;
+        if (!(await this.store.ledgerHas(row.ledger, row.key, row.row[row.key]))) {
+          await this.store.appendLedger(row.ledger, row.row);
+          added++;
+        }
+      }
+      return added;
+    });
+  }
+
+  /**
    * Repair the audit log after a crash between a commit's steps, for every proposal: a status
    * that is not the `to` of its last audit row gets the missing row, and a promotion stamp
    * without its `promote` row gets that row. One pass over the status index and the (cached,
    * incrementally read) last audit rows; each suspect is checked again under its commit lock.
-   * Run at the start of a batch. Returns how many rows were added.
+   * Run at the start of a batch. Returns the rows added and the proposals with no history.
    */
-  async repairAudit(stage: string, actor: Actor): Promise<number> {
-    const last = await this.store.lastAudits();
+  async repairAudit(stage: string, actor: Actor): Promise<{ added: number; unexplained: string[] }> {
+    const last = await this.store.lastAudits({ save: true });
     const promotion = this.promotion();
     const { byId } = await this.store.statuses();
-    let repaired = 0;
+    let added = 0;
+    const unexplained: string[] = [];
     for (const [id, { status, marked }] of byId) {
       if (!this.pipeline.lifecycle.states.includes(status)) continue;
       const known = last.get(id);
       const stampMissingRow = promotion !== undefined && marked.includes(promotion.stamp) && known?.event !== 'promote';
       if (known?.to === status && !stampMissingRow) continue;
-      repaired += await this.store.locked(id, async () => {
-        const read = await this.store.read(id);
-        if (read.kind !== 'found') return 0;
-        const now = String(read.stored.proposal['status']);
-        const row = await this.store.lastAudit(id);
-        const from = row?.to ?? null;
-        if (from !== now) {
-          await this.store.appendAudit({ at: this.now(), id, event: this.eventBetween(from, now), from, to: now, stage, actor });
-          return 1;
-        }
-        if (promotion && read.stored.proposal[promotion.stamp] !== undefined && row?.event !== 'promote' && promotion.states.includes(now)) {
-          await this.store.appendAudit({ at: this.now(), id, event: 'promote', from: now, to: now, stage, actor });
-          return 1;
-        }
-        return 0;
-      });
+      if (known === undefined && status !== this.pipeline.lifecycle.initial) {
+        unexplained.push(id); // only a create has no history before it, and creates are initial
+        continue;
+      }
+      const result = await this.repairOne(id, { stage, actor });
+      if (result < 0) unexplained.push(id);
+      else added += result;
     }
-    return repaired;
+    return { added, unexplained };
   }
 
   /** The event that moves `from` to `to` (create from nothing), for repair rows. */
@@ -194,25 +207,21 @@ export class Engine {
   }
 
   /** Is a source key handled: proposed, or declined by the transform? */
-  async keyHandled(key: string, declined?: ReadonlySet<string>): Promise<{ by: 'proposal'; id: string } | { by: 'ledger' } | undefined> {
+  async keyHandled(key: string): Promise<{ by: 'proposal'; id: string } | { by: 'ledger' } | undefined> {
     const owner = await this.store.keyOwner(key);
     if (owner !== undefined) return { by: 'proposal', id: owner };
-    const keys = declined ?? (await this.declinedKeys());
-    return keys.has(key) ? { by: 'ledger' } : undefined;
+    const ledger = this.declineLedger();
+    // Asked of the ledger each time (it reads only what was appended since): another run may
+    // have just declined the record.
+    return ledger !== undefined && (await this.store.ledgerHas(ledger, this.pipeline.def.proposal.key, key)) ? { by: 'ledger' } : undefined;
   }
 
-  async declinedKeys(): Promise<Set<string>> {
-    const ledger = this.declineLedger();
-    if (!ledger) return new Set();
-    const field = this.pipeline.def.proposal.key;
-    return new Set((await this.store.readLedger(ledger)).map((row) => row[field]).filter((value): value is string => typeof value === 'string'));
-  }
 
   /**
    * Create a proposal from `{<key>, <payload>}` (shipped: `{artifact_id, candidate}`): the payload
    * must satisfy the proposal schema, and a key already handled is refused.
    */
-  async propose(input: unknown, options: { stage: string; actor: Actor; declined?: ReadonlySet<string> }): Promise<Outcome> {
+  async propose(input: unknown, options: { stage: string; actor: Actor }): Promise<Outcome> {
     const { key: keyField, payload: payloadField, schema } = this.pipeline.def.proposal;
     if (!input || typeof input !== 'object' || Array.isArray(input)) return refused('invalid_input', `the input must be a JSON object {${keyField}, ${payloadField}}`);
     const record = input as Record<string, unknown>;
@@ -223,9 +232,9 @@ export class Engine {
     if (!(payloadField in record)) return refused('invalid_input', `missing ${payloadField}`);
     const findings = this.pipeline.schemas.check(schema, record[payloadField]);
     if (findings.length) return refused('schema_invalid', `the ${payloadField} fails the ${schema} schema`, formatFindings(findings, payloadField));
-    const handled = await this.keyHandled(key, options.declined);
+    const handled = await this.keyHandled(key);
     if (handled) {
-      return refused('already_handled', handled.by === 'proposal' ? `${keyField} ${key} is already proposed as ${handled.id}` : `${keyField} ${key} was already declined (see ${this.declineLedger()}.jsonl)`);
+      return refused('already_handled', handled.by === 'proposal' ? `${keyField} ${key} is already proposed as ${handled.id}` : `${keyField} ${key} was already declined (see ${this.pipeline.ledgers[this.declineLedger()!] ?? this.declineLedger()})`);
     }
     return this.create(key, record[payloadField], options);
   }

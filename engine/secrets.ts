@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Env } from './config/interpolate.js';
 import type { SecretDef } from './config/types.js';
+import { writeFileAtomic } from './store/files.js';
 
 export type SecretRead = { ok: true; value: string; warnings: string[] } | { ok: false; message: string };
 
@@ -21,14 +22,11 @@ export function secretPath(def: SecretDef, env: Env): string {
 
 async function create(file: string): Promise<void> {
   await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-  const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  await fs.writeFile(temp, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
   try {
-    await fs.link(temp, file); // never overwrites a secret another process just created
+    // Durable, mode 0600 from the start, and never over a secret another process just created.
+    await writeFileAtomic(file, `${randomBytes(32).toString('hex')}\n`, { exclusive: true, mode: 0o600 });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  } finally {
-    await fs.unlink(temp).catch(() => {});
   }
 }
 

@@ -50,12 +50,12 @@ function precheck(tokens: readonly string[], specs: OptionSpecs): void {
     if (token === '--') return;
     const option = optionToken(token);
     if (option) {
-      const spec = specs[option.name];
+      const spec = Object.hasOwn(specs, option.name) ? specs[option.name] : undefined;
       if (!spec) throw new UsageError(`unknown option: --${option.name}`, didYouMean(option.name, Object.keys(specs))?.replace(/"(.*)"/, '"--$1"'));
       if (spec.type === 'string' && !option.inlineValue) {
         const next = tokens[i + 1];
         if (next === undefined || (next.startsWith('-') && next !== '-')) {
-          if (next !== undefined && optionToken(next) && !specs[optionToken(next)!.name]) throw new UsageError(`unknown option: --${optionToken(next)!.name}`);
+          if (next !== undefined && optionToken(next) && !Object.hasOwn(specs, optionToken(next)!.name)) throw new UsageError(`unknown option: --${optionToken(next)!.name}`);
           throw new UsageError(`--${option.name} needs a value`);
         }
         i++;
@@ -90,7 +90,7 @@ export function splitCommand(argv: readonly string[]): { command?: string; rest:
     if (token === '--') break;
     const option = optionToken(token);
     if (option) {
-      if (GLOBAL_OPTIONS[option.name]?.type === 'string' && !option.inlineValue) i++;
+      if (Object.hasOwn(GLOBAL_OPTIONS, option.name) && GLOBAL_OPTIONS[option.name]!.type === 'string' && !option.inlineValue) i++;
       continue;
     }
     if (token.startsWith('-') && token !== '-') continue;
@@ -100,9 +100,9 @@ export function splitCommand(argv: readonly string[]): { command?: string; rest:
   return { rest };
 }
 
-export function positiveInteger(value: unknown, name: string): number | undefined {
+export function positiveInteger(value: unknown, name: string, usage?: string): number | undefined {
   if (value === undefined) return undefined;
   const text = String(value);
-  if (!/^[0-9]+$/.test(text) || Number(text) < 1) throw new UsageError(`--${name} must be a whole number of 1 or more, got "${text}"`);
+  if (!/^[0-9]+$/.test(text) || Number(text) < 1) throw new UsageError(`--${name} must be a whole number of 1 or more, got "${text}"`, usage ? `usage: ${usage}` : undefined);
   return Number(text);
 }

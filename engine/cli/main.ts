@@ -23,7 +23,7 @@ export async function main(argv: string[], io: Io = processIo(), injected: Injec
       }
       const target = command === 'help' ? rest.find((token) => !token.startsWith('-')) : undefined;
       if (command === undefined && !rest.some((token) => token === '--help' || token === '-h') && rest.length > 0) {
-        const unknown = rest.find((token) => token.startsWith('-') && !(token.replace(/^--?/, '').split('=')[0]! in GLOBAL_OPTIONS));
+        const unknown = rest.find((token) => token.startsWith('-') && !Object.hasOwn(GLOBAL_OPTIONS, token.replace(/^--?/, '').split('=')[0]!));
         if (unknown) throw new UsageError(`unknown option: ${unknown.split('=')[0]}`);
         throw new UsageError('no command given');
       }

@@ -6,7 +6,6 @@ import { loadPipeline } from '../config/load.js';
 import { findPipelineDir } from '../config/read.js';
 import { isPipelineError } from '../errors.js';
 import { findReviewCommand, optionName, runReviewCommand, type ReviewCommand } from '../stages/review.js';
-import { listWords } from '../util/suggest.js';
 import type { OptionSpecs } from './args.js';
 import type { CommandSpec } from './commands.js';
 import type { Io } from './io.js';
@@ -68,8 +67,4 @@ export async function reviewCommandSpec(io: Io, argv: readonly string[], name: s
   const pipeline = await loadPipeline(dir, io.env);
   const command = findReviewCommand(pipeline, name);
   return command ? specFor(command) : undefined;
-}
-
-export function describeReviewCommands(commands: readonly ReviewCommand[]): string {
-  return listWords(commands.map((command) => command.name), 'and');
 }

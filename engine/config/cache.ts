@@ -6,7 +6,6 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { writeFileAtomic } from '../store/files.js';
 import type { Env } from './interpolate.js';
@@ -29,8 +28,10 @@ function sha(text: string): string {
 
 export function configCacheDir(env: Env): string | undefined {
   if (env['PIPELINE_CONFIG_CACHE'] === 'off') return undefined;
-  const base = env['PIPELINE_CONFIG_CACHE'] || env['XDG_CACHE_HOME'] || (env['HOME'] ? path.join(env['HOME'], '.cache') : os.tmpdir());
-  return path.join(base, 'pipeline', 'config');
+  // Only a directory of the user's own: a shared one (the system temp directory) could be
+  // filled by another user with a configuration this one would then trust.
+  const base = env['PIPELINE_CONFIG_CACHE'] || env['XDG_CACHE_HOME'] || (env['HOME'] ? path.join(env['HOME'], '.cache') : undefined);
+  return base === undefined ? undefined : path.join(base, 'pipeline', 'config');
 }
 
 function variables(text: string): string[] {

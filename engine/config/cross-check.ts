@@ -56,6 +56,9 @@ export function crossCheck(context: Context): Issue[] {
 
 function checkPipeline({ def, schemas, sources }: Context, out: Collector): void {
   const main = sources.pipeline;
+  for (const [name, file] of Object.entries(def.ledgers ?? {})) {
+    if (name === 'events' || file === 'events.jsonl') out.error(main, ['ledgers', name], 'config.reserved_ledger', `"${name === 'events' ? name : file}" is the audit log's name; choose another ledger name and file`);
+  }
   if (!schemas.has(def.proposal.schema)) out.unknown(main, ['proposal', 'schema'], 'schema', def.proposal.schema, schemas.names(), 'declared under schemas:');
   const secrets = Object.keys(def.secrets ?? {});
   for (const [name, provider] of Object.entries(def.providers ?? {})) {
@@ -147,7 +150,7 @@ function checkMachine({ def, machine, schemas, sources }: Context, out: Collecto
 }
 
 function checkStages(context: Context, out: Collector): void {
-  const { def, sources } = context;
+  const { sources } = context;
   const seen = new Map<string, number>();
   context.stages.forEach((stage, index) => {
     if (seen.has(stage.name)) out.error(sources.pipeline, ['stages', index], 'config.duplicate_stage', `two stages are named "${stage.name}"`, 'give one of them a different name: key');
@@ -164,7 +167,6 @@ function checkStages(context: Context, out: Collector): void {
         return checkPromote(context, stage, src, out);
     }
   });
-  void def;
 }
 
 function checkProvider(context: Context, src: SourceFile | undefined, path: (string | number)[], name: string, role: 'transform' | 'judge', out: Collector): void {

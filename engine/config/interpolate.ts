@@ -3,7 +3,7 @@
  * `$${` writes a literal `${`. An unset variable without a default is a positioned error.
  * Prompt templates use `{{path}}`, so the two syntaxes never collide.
  */
-import { isScalar, visit, type Scalar } from 'yaml';
+import { visit, type Scalar } from 'yaml';
 import type { Issue } from '../errors.js';
 import type { SourceFile } from './source.js';
 
@@ -83,8 +83,4 @@ export function interpolateSource(source: SourceFile, env: Env): Issue[] {
   });
   if (issues.length === 0 && source.doc.errors.length === 0) source.data = source.doc.toJS({ maxAliasCount: 100 });
   return issues;
-}
-
-export function isStringScalar(node: unknown): node is Scalar<string> {
-  return isScalar(node) && typeof node.value === 'string';
 }

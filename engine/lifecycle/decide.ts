@@ -115,6 +115,7 @@ function decideRepeat(lifecycle: Lifecycle, input: DecideInput, status: string, 
   const replay = applyOperations(input.proposal, effectOperations(lifecycle, entering.effects), {
     args: input.args,
     now: input.now,
+    replay: true,
     guard: (name, current, eventArgs) => guardPasses(lifecycle, name, current, eventArgs),
   });
   replay.proposal['status'] = status;

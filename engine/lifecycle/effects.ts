@@ -21,6 +21,8 @@ export interface EffectContext {
   now: string;
   /** Evaluate a named guard against { proposal, args }. */
   guard: (name: string, proposal: Proposal, args: Record<string, unknown>) => boolean;
+  /** Replaying a transition already made (a repeat): clock stamps keep the time they have. */
+  replay?: boolean;
 }
 
 export interface EffectResult {
@@ -37,10 +39,12 @@ export function applyOperations(proposal: Proposal, operations: readonly Operati
   for (const op of operations) {
     if (op.when !== undefined && !context.guard(op.when, next, context.args)) continue;
     if ('set' in op) {
+      const fromClock = operatorOf(op.to) === '$now';
+      if (fromClock) clockFields.push(op.set);
+      if (fromClock && context.replay && hasPath(next, op.set)) continue;
       const { value } = evaluate(op.to, { root: next, args: context.args, now: context.now });
       if (value === undefined) removePath(next, op.set);
       else setPath(next, op.set, value);
-      if (operatorOf(op.to) === '$now') clockFields.push(op.set);
     } else if ('remove' in op) {
       removePath(next, op.remove);
     } else if ('snapshot' in op) {

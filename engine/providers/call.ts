@@ -18,10 +18,12 @@ export type Called =
 export interface CallOptions {
   useCache: boolean;
   maxAnswerBytes?: number | undefined;
+  /** Which seat of a panel asks: two seats of one judge type must not share an answer. */
+  seat?: string;
 }
 
-export function cacheKey(provider: Provider, prompt: string): string {
-  return JSON.stringify([provider.kind, provider.name, provider.model ?? '', prompt]);
+export function cacheKey(provider: Provider, prompt: string, seat = ''): string {
+  return JSON.stringify([provider.kind, provider.name, provider.model ?? '', prompt, seat]);
 }
 
 interface CachedAnswer {
@@ -49,7 +51,7 @@ export async function callProvider(store: Store, provider: Provider, request: Pr
     const parsed = parse(result.text, maxBytes);
     return parsed.ok ? { ok: true, value: parsed.value, usage: result.usage, cached: false, keep: noop } : { ok: false, kind: 'invalid', reason: parsed.reason };
   }
-  const key = cacheKey(provider, request.prompt);
+  const key = cacheKey(provider, request.prompt, options.seat);
   if (options.useCache) {
     const hit = await store.cacheGet(key);
     if (isCachedAnswer(hit)) {

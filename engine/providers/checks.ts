@@ -25,11 +25,22 @@ export interface ChecksDef {
   criteria: Record<string, Check[]>;
 }
 
+const compiledPatterns = new WeakMap<string[], RegExp[]>();
+
+function compiled(patterns: string[]): RegExp[] {
+  let regexes = compiledPatterns.get(patterns);
+  if (!regexes) {
+    regexes = patterns.map((pattern) => new RegExp(pattern, 'i'));
+    compiledPatterns.set(patterns, regexes);
+  }
+  return regexes;
+}
+
 function runCheck(check: Check, proposal: unknown, validate: () => (data: unknown) => boolean): boolean {
   if (check.schema !== undefined) return validate()(proposal) === true;
   if (check.secrets) return check.secrets.every((field) => textsOf(getPath(proposal, field)).every((text) => findSecrets(text).length === 0));
   if (check.absent) {
-    const patterns = check.absent.patterns.map((pattern) => new RegExp(pattern, 'i'));
+    const patterns = compiled(check.absent.patterns);
     return check.absent.fields.every((field) => textsOf(getPath(proposal, field)).every((text) => !patterns.some((pattern) => pattern.test(text))));
   }
   return true;

@@ -59,12 +59,18 @@ async function confirmSpend(plan: BatchPlan, noun: string, options: RunOptions):
   return false;
 }
 
+/**
+ * What every batch does once it is going ahead (after any spend question, never on a dry run):
+ * sweep what killed processes left behind and repair the audit rows a crash left out.
+ */
+async function beginRun(engine: Engine, stage: StageDef, options: RunOptions): Promise<void> {
+  await engine.store.sweep();
+  const repaired = await engine.repairAudit(stage.name, 'run');
+  if (repaired.added) options.note(`${stage.name}: added ${repaired.added} audit row${repaired.added === 1 ? '' : 's'} missing after an interrupted commit`);
+  if (repaired.unexplained.length) options.note(`${stage.name}: ${repaired.unexplained.length} proposal${repaired.unexplained.length === 1 ? ' has' : 's have'} no audit history (written by hand?): ${repaired.unexplained.slice(0, 5).join(', ')}${repaired.unexplained.length > 5 ? ', …' : ''}`);
+}
+
 export async function runStage(engine: Engine, stage: StageDef, options: RunOptions): Promise<Summary> {
-  if (!options.dryRun && stage.kind !== 'review') {
-    await engine.store.sweep();
-    const repaired = await engine.repairAudit(stage.name, 'run');
-    if (repaired) options.note(`${stage.name}: added ${repaired} audit row${repaired === 1 ? '' : 's'} missing after an interrupted commit`);
-  }
   switch (stage.kind) {
     case 'transform':
       return runTransform(engine, stage, options);
@@ -77,14 +83,13 @@ export async function runStage(engine: Engine, stage: StageDef, options: RunOpti
   }
 }
 
-async function readAll(engine: Engine, ids: readonly string[], summary: Summary, options: RunOptions): Promise<Stored[]> {
+async function readAll(engine: Engine, ids: readonly string[], options: RunOptions): Promise<Stored[]> {
   const out: Stored[] = [];
   for (const id of ids) {
     const result = await engine.store.read(id);
     if (result.kind === 'found') out.push(result.stored);
     else if (result.kind === 'malformed') options.note(`${id}: the proposal file is malformed (${result.reason}) — skipped, left as it is`);
   }
-  void summary;
   return out;
 }
 
@@ -101,7 +106,7 @@ async function runJudge(engine: Engine, stage: JudgeStageDef, options: RunOption
   if (paidTypes.length || options.dryRun) {
     const plan = emptyPlan(stage.name);
     const providerNames = new Set<string>();
-    for (const stored of await readAll(engine, ids, summary, options)) {
+    for (const stored of await readAll(engine, ids, options)) {
       plan.items++;
       if (precheck(engine, stage, stored)) {
         plan.refused++;
@@ -126,6 +131,7 @@ async function runJudge(engine: Engine, stage: JudgeStageDef, options: RunOption
     plan.paidProviders = [...providerNames];
     if (!(await confirmSpend(plan, 'proposal', options))) return summary;
   }
+  await beginRun(engine, stage, options);
 
   const then = stage.then ? engine.pipeline.stages.find((candidate) => candidate.name === stage.then) : undefined;
   const progress = ids.length ? options.progress(stage.name, ids.length) : silentProgress;
@@ -135,9 +141,14 @@ async function runJudge(engine: Engine, stage: JudgeStageDef, options: RunOption
     if (outcome.kind === 'committed') {
       count(summary, outcome.to);
       if (then?.kind === 'promote') {
-        const promoted = await promote(engine, then, { id, proposal: outcome.proposal, version: serializeProposal(outcome.proposal) }, 'run');
-        for (const warning of promoted.warnings) options.note(`warning: ${warning}`);
-        if (promoted.outcome.kind === 'refused') options.note(`${id}: judged ${outcome.to}, but promotion failed: ${promoted.outcome.message} (the verdict stands)`);
+        // A promotion failure is reported; it never undoes the verdict or changes the exit code.
+        try {
+          const promoted = await promote(engine, then, { id, proposal: outcome.proposal, version: serializeProposal(outcome.proposal) }, 'run');
+          for (const warning of promoted.warnings) options.note(`warning: ${warning}`);
+          if (promoted.outcome.kind === 'refused') options.note(`${id}: judged ${outcome.to}, but promotion failed: ${promoted.outcome.message} (the verdict stands)`);
+        } catch (error) {
+          options.note(`${id}: judged ${outcome.to}, but promotion failed: ${describeError(error)} (the verdict stands)`);
+        }
       }
     } else if (outcome.kind === 'unjudged') {
       if (options.signal?.aborted) return;
@@ -195,10 +206,9 @@ async function runTransform(engine: Engine, stage: TransformStageDef, options: R
   const dir = sourceDir(engine, stage, options.source, options.cwd);
   const { records, problems } = readSources(dir, stage);
   for (const problem of problems) options.note(`${stage.name}: ${problem}`);
-  const declined = await engine.declinedKeys();
   const todo = [];
   for (const record of records) {
-    if (await engine.keyHandled(record.key, declined)) count(summary, 'already_handled');
+    if (await engine.keyHandled(record.key)) count(summary, 'already_handled');
     else if (!pregatePasses(stage, record.record)) count(summary, 'skipped_by_pregate');
     else todo.push(record);
   }
@@ -207,6 +217,7 @@ async function runTransform(engine: Engine, stage: TransformStageDef, options: R
   const provider = providers.get(stage.provider);
   const plan = { ...emptyPlan(stage.name), items: batch.length, calls: provider.deterministic ? 0 : batch.length, paidCalls: provider.paid ? batch.length : 0, paidProviders: provider.paid ? [provider.name] : [] };
   if ((provider.paid || options.dryRun) && !(await confirmSpend(plan, 'record', options))) return summary;
+  await beginRun(engine, stage, options);
 
   const progress = batch.length ? options.progress(stage.name, batch.length) : silentProgress;
   await runBatch({
@@ -222,7 +233,7 @@ async function runTransform(engine: Engine, stage: TransformStageDef, options: R
       options.note(`${stage.name}: ${record.key}: ${describeError(error)} — left untouched`);
     },
     work: async (record) => {
-      const result = await transformOne(engine, stage, record, { providers, useCache: options.useCache, actor: 'run', declined, ...(options.signal ? { signal: options.signal } : {}) });
+      const result = await transformOne(engine, stage, record, { providers, useCache: options.useCache, actor: 'run', ...(options.signal ? { signal: options.signal } : {}) });
       if (result.spent) addUsage(summary, result.spent);
       if (result.kind === 'proposed') count(summary, 'proposed');
       else if (result.kind === 'declined') count(summary, 'declined');
@@ -256,6 +267,7 @@ async function runPromote(engine: Engine, stage: PromoteStageDef, options: RunOp
     options.note(`${stage.name}: ${batch.length} judged proposal${batch.length === 1 ? '' : 's'} to check; dry run: nothing was written`);
     return summary;
   }
+  await beginRun(engine, stage, options);
   await runBatch({
     store: engine.store,
     stage: stage.name,

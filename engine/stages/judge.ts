@@ -93,7 +93,7 @@ function promptScope(engine: Engine, stage: JudgeStageDef, stored: Stored, rubri
 export async function runPanel(engine: Engine, stage: JudgeStageDef, stored: Stored, rubric: Rubric, options: PanelOptions): Promise<{ ok: true; judges: Verdict[]; spent: Usage[] } | { ok: false; reason: string; spent: Usage[] }> {
   const spent: Usage[] = [];
   const answers = await Promise.all(
-    rubric.judge_types.map(async (seat) => {
+    rubric.judge_types.map(async (seat, position) => {
       const provider = options.providers.get(stage.judges[seat]!);
       const prompt = renderTemplate(stage.prompts?.[seat] ?? '', promptScope(engine, stage, stored, rubric, seat));
       const result = await callProvider(engine.store, provider, {
@@ -102,8 +102,8 @@ export async function runPanel(engine: Engine, stage: JudgeStageDef, stored: Sto
         input: { proposal: stored.proposal, rubric, criteria: rubric.criteria.map((criterion) => criterion.name), judge_type: seat },
         env: { PIPELINE_STAGE: stage.name, PIPELINE_JUDGE_TYPE: seat, PIPELINE_PROPOSAL_ID: stored.id },
         ...(options.signal ? { signal: options.signal } : {}),
-      }, { useCache: options.useCache, maxAnswerBytes: stage.max_answer_bytes });
-      if (result.ok && !result.cached) spent.push(result.usage);
+      }, { useCache: options.useCache, maxAnswerBytes: stage.max_answer_bytes, seat: `${position}` });
+      if (result.ok && !result.cached && !provider.deterministic) spent.push(result.usage);
       if (!result.ok) return { ok: false as const, reason: `the ${seat} judge gave no usable answer: ${result.reason}` };
       const checked = checkVerdict(result.value, rubric, { seat, usage: result.usage });
       if (!checked.ok) return { ok: false as const, reason: checked.reason };
@@ -147,19 +147,22 @@ export async function judgeWithProviders(engine: Engine, stage: JudgeStageDef, s
 export async function judgeWithVerdicts(engine: Engine, stage: JudgeStageDef, stored: Stored, input: { ok: true; value: unknown } | { ok: false; reason: string }, actor: Actor): Promise<JudgeResult> {
   const early = precheck(engine, stage, stored);
   if (early) return { outcome: early, spent: [] };
+  // The input's shape is checked whatever the rubric: bad input is never a decision, even for a
+  // tier that runs no jury.
+  const unjudged = (reason: string): JudgeResult => ({ outcome: { kind: 'unjudged', id: stored.id, reason }, spent: [] });
+  if (!input.ok) return unjudged(input.reason);
+  if (!Array.isArray(input.value)) return unjudged('the verdicts are not a JSON array');
+  const notObject = input.value.findIndex((raw) => raw === null || typeof raw !== 'object' || Array.isArray(raw));
+  if (notObject >= 0) return unjudged(`verdict ${notObject + 1} is not a JSON object`);
   const plan = planFor(engine, stage, stored);
+  const judges: Verdict[] = [];
   if (plan.kind === 'jury') {
-    if (!input.ok) return { outcome: { kind: 'unjudged', id: stored.id, reason: input.reason }, spent: [] };
-    if (!Array.isArray(input.value)) return { outcome: { kind: 'unjudged', id: stored.id, reason: 'the verdicts are not a JSON array' }, spent: [] };
-    const judges: Verdict[] = [];
     for (const [index, raw] of input.value.entries()) {
       const checked = checkVerdict(raw, plan.rubric);
-      if (!checked.ok) return { outcome: { kind: 'unjudged', id: stored.id, reason: `verdict ${index + 1}: ${checked.reason}` }, spent: [] };
+      if (!checked.ok) return unjudged(`verdict ${index + 1}: ${checked.reason}`);
       judges.push(checked.verdict);
     }
-    const outcome = await decideAndCommit(engine, stage, stored, plan, judges, actor);
-    return { outcome, spent: [], ...(outcome.verdict ? { verdict: outcome.verdict } : {}) };
   }
-  const outcome = await decideAndCommit(engine, stage, stored, plan, [], actor);
+  const outcome = await decideAndCommit(engine, stage, stored, plan, judges, actor);
   return { outcome, spent: [], ...(outcome.verdict ? { verdict: outcome.verdict } : {}) };
 }

@@ -55,14 +55,24 @@ export async function promote(engine: Engine, stage: PromoteStageDef, stored: St
   if (outcome.write) {
     await engine.store.writeEntry(outcome.write, id, value);
   } else if (outcome.append && outcome.key) {
+    const { append, key } = outcome;
     const row = value as Record<string, unknown>;
-    if (!(await engine.store.ledgerHas(outcome.append, outcome.key, row[outcome.key]))) await engine.store.appendLedger(outcome.append, row);
+    // Checked and appended under the proposal's lock: two promoters never both append the row.
+    await engine.store.locked(id, async () => {
+      if (!(await engine.store.ledgerHas(append, key, row[key]))) await engine.store.appendLedger(append, row);
+    });
   }
   const next = structuredClone(proposal);
   setPath(next, stage.stamp, now);
   const committed = await engine.store.commit(id, stored.version, next, { at: now, id, event: 'promote', from: status, to: status, stage: stage.name, actor }, []);
   if (!committed.ok) {
-    return { outcome: refused('changed', `${id} changed while it was being promoted; its record is written, run promote again to stamp it`, undefined, id), warnings };
+    // Another promoter may have stamped it meanwhile: then this is the no-op success it looks like.
+    const again = await engine.store.read(id);
+    if (again.kind === 'found' && hasPath(again.stored.proposal, stage.stamp)) {
+      return { outcome: { kind: 'unchanged', id, event: 'promote', status, proposal: again.stored.proposal, message: `${id} is already promoted; nothing changed` }, warnings };
+    }
+    const current = again.kind === 'found' ? String(again.stored.proposal['status']) : 'missing';
+    return { outcome: refused('changed', `${id} (now ${current}) changed while it was being promoted; its record is written, run promote again to stamp it`, undefined, id), warnings };
   }
   return { outcome: { kind: 'committed', id, event: 'promote', from: status, to: status, proposal: next }, warnings };
 }

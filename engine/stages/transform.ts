@@ -70,10 +70,16 @@ export function readSources(dir: string, stage: TransformStageDef): { records: S
   return { records, problems };
 }
 
+const compiledPregates = new WeakMap<TransformStageDef, RegExp[]>();
+
 /** The declarative pre-gate: a record passes when any pattern matches any of the fields. */
 export function pregatePasses(stage: TransformStageDef, record: Record<string, unknown>): boolean {
   if (!stage.pregate) return true;
-  const patterns = stage.pregate.patterns.map((pattern) => new RegExp(pattern));
+  let patterns = compiledPregates.get(stage);
+  if (!patterns) {
+    patterns = stage.pregate.patterns.map((pattern) => new RegExp(pattern));
+    compiledPregates.set(stage, patterns);
+  }
   return stage.pregate.fields.some((field) => {
     const value = getPath(record, field);
     return typeof value === 'string' && patterns.some((pattern) => pattern.test(value));
@@ -91,15 +97,13 @@ export interface TransformOptions {
   providers: ProviderSource;
   useCache: boolean;
   actor: Actor;
-  /** Keys in the declines ledger, read once per run and kept up to date by it. */
-  declined: Set<string>;
   signal?: AbortSignal;
 }
 
 /** Transform one record: propose it, decline it, or leave it untouched. */
 export async function transformOne(engine: Engine, stage: TransformStageDef, source: SourceRecord, options: TransformOptions): Promise<TransformResult> {
   const { key, record } = source;
-  if (await engine.keyHandled(key, options.declined)) return { kind: 'skipped', reason: 'handled' };
+  if (await engine.keyHandled(key)) return { kind: 'skipped', reason: 'handled' };
   if (!pregatePasses(stage, record)) return { kind: 'skipped', reason: 'pregate' };
   const provider = options.providers.get(stage.provider);
   const called = await callProvider(engine.store, provider, {
@@ -111,20 +115,20 @@ export async function transformOne(engine: Engine, stage: TransformStageDef, sou
   }, { useCache: options.useCache, maxAnswerBytes: stage.max_answer_bytes });
   if (!called.ok) {
     if (called.kind === 'outage') return { kind: 'untouched', reason: called.reason };
-    return decline(engine, stage, key, stage.declines.invalid, called.reason, options);
+    return decline(engine, stage, key, stage.declines.invalid, called.reason);
   }
-  const spent = called.cached ? {} : { spent: called.usage };
+  const spent = called.cached || provider.deterministic ? {} : { spent: called.usage };
   return { ...(await judgeAnswer(engine, stage, source, called, options)), ...spent };
 }
 
 async function judgeAnswer(engine: Engine, stage: TransformStageDef, source: SourceRecord, called: Extract<Called, { ok: true }>, options: TransformOptions): Promise<TransformResult> {
   const { key, record } = source;
   const answer = called.value;
-  if (!isObject(answer)) return decline(engine, stage, key, stage.declines.invalid, 'the answer is not a JSON object', options);
+  if (!isObject(answer)) return decline(engine, stage, key, stage.declines.invalid, 'the answer is not a JSON object');
   if (answer['eligible'] === false) {
     const reason = typeof answer['reason'] === 'string' ? answer['reason'] : '';
-    if ((stage.declines.refusals ?? []).includes(reason)) return decline(engine, stage, key, reason, null, options);
-    return decline(engine, stage, key, stage.declines.invalid, `refused${reason ? `: ${reason}` : ' without a reason'}`, options);
+    if ((stage.declines.refusals ?? []).includes(reason)) return decline(engine, stage, key, reason, null);
+    return decline(engine, stage, key, stage.declines.invalid, `refused${reason ? `: ${reason}` : ' without a reason'}`);
   }
   const { eligible: _eligible, ...candidate } = answer;
   void _eligible;
@@ -135,17 +139,16 @@ async function judgeAnswer(engine: Engine, stage: TransformStageDef, source: Sou
   }
   const schema = engine.pipeline.def.proposal.schema;
   const findings = engine.pipeline.schemas.check(schema, candidate);
-  if (findings.length) return decline(engine, stage, key, stage.declines.schema_invalid, formatFindings(findings).slice(0, 5).join('; '), options);
+  if (findings.length) return decline(engine, stage, key, stage.declines.schema_invalid, formatFindings(findings).slice(0, 5).join('; '));
   const created = await engine.create(key, candidate, { stage: stage.name, actor: options.actor, ...(source.id ? { id: source.id } : {}) });
   if (created.kind !== 'committed') return { kind: 'skipped', reason: 'handled' };
   await called.keep();
   return { kind: 'proposed', id: created.id };
 }
 
-async function decline(engine: Engine, stage: TransformStageDef, key: string, reason: string, detail: string | null, options: TransformOptions): Promise<TransformResult> {
+async function decline(engine: Engine, stage: TransformStageDef, key: string, reason: string, detail: string | null): Promise<TransformResult> {
   const keyField = engine.pipeline.def.proposal.key;
   await engine.store.appendLedger(stage.declines.ledger, { [keyField]: key, reason, detail, declined_at: engine.now() });
-  options.declined.add(key);
   return { kind: 'declined', reason, detail };
 }
 

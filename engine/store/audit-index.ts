@@ -38,7 +38,21 @@ function readTail(fd: number, offset: number, size: number): { text: string; byt
   return { text: buffer.subarray(0, end).toString('utf8'), bytes: end };
 }
 
-export async function readAuditIndex(log: string, cacheFile: string): Promise<LastAudits> {
+/** What a process keeps between calls: the index as of `offset`, and how much is not saved yet. */
+export interface AuditMemo {
+  cache?: { ino: number; offset: number; last: LastAudits };
+  unsaved: number;
+}
+
+/** Rows read past the saved cache before it is written again (a single command reads a few). */
+const SAVE_AFTER_ROWS = 2000;
+
+/**
+ * The last audit row of every proposal, reading only what was appended since the last call of
+ * this process (or since the saved cache). `save` writes the cache back now (batch runs);
+ * otherwise it is written once enough new rows were read.
+ */
+export async function readAuditIndex(log: string, cacheFile: string, memo: AuditMemo, save = false): Promise<LastAudits> {
   let fd: number;
   try {
     fd = openSync(log, 'r');
@@ -46,7 +60,7 @@ export async function readAuditIndex(log: string, cacheFile: string): Promise<La
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return new Map();
     throw error;
   }
-  let cache = loadCache(cacheFile);
+  let cache = memo.cache ?? loadCache(cacheFile);
   let added = 0;
   try {
     const { size, ino } = fstatSync(fd);
@@ -70,7 +84,10 @@ export async function readAuditIndex(log: string, cacheFile: string): Promise<La
   } finally {
     closeSync(fd);
   }
-  if (added > 0) {
+  memo.cache = cache;
+  memo.unsaved += added;
+  if (memo.unsaved > 0 && (save || memo.unsaved >= SAVE_AFTER_ROWS)) {
+    memo.unsaved = 0;
     const lines = [`${FORMAT}\t${cache.ino}\t${cache.offset}`];
     for (const [id, { event, to }] of cache.last) lines.push(`${id}\t${event.replace(/[\t\n]/g, ' ')}\t${to.replace(/[\t\n]/g, ' ')}`);
     try {

@@ -12,9 +12,11 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { LedgerRow, Proposal } from '../lifecycle/effects.js';
 import { isUlid } from '../util/ids.js';
-import { appendLine, pidAlive, readFrom, readJsonLines, readTextIfExists, sweepTemps, writeFileAtomic } from './files.js';
+import { isObject } from '../util/json-path.js';
+import { appendLine, readFrom, readJsonLines, readTextIfExists, sweepTemps, writeFileAtomic } from './files.js';
+import { isAlive, SELF, type ProcessIdentity } from './process-identity.js';
 import { acquire, tryAcquire } from './owner-files.js';
-import { readAuditIndex } from './audit-index.js';
+import { readAuditIndex, type AuditMemo } from './audit-index.js';
 import { scanProposals } from './proposal-index.js';
 import {
   serializeProposal,
@@ -33,8 +35,6 @@ export interface FileStoreOptions {
   dir: string;
   /** Ledger name → file name (e.g. declined → declined.jsonl). */
   ledgers: Readonly<Record<string, string>>;
-  /** The proposal field holding its source key. */
-  keyField: string;
   /** Top-level fields whose presence the status index records (e.g. a promotion stamp). */
   marks?: readonly string[];
 }
@@ -50,25 +50,20 @@ function keyFileName(key: string): string {
   return /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$/.test(key) ? key : `~${createHash('sha256').update(key).digest('hex')}`;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 export class FileStore implements Store {
   readonly location: string;
   private readonly proposalsDir: string;
   private readonly ledgers: Readonly<Record<string, string>>;
-  private readonly keyField: string;
   private readonly marks: readonly string[];
   private readonly made = new Set<string>();
   /** Per ledger file and field: the values seen so far and how far the file was read. */
+  private readonly auditMemo: AuditMemo = { unsaved: 0 };
   private readonly ledgerIndex = new Map<string, { offset: number; ino: number; values: Set<string> }>();
 
   constructor(options: FileStoreOptions) {
     this.location = path.resolve(options.dir);
     this.proposalsDir = path.join(this.location, 'proposals');
     this.ledgers = options.ledgers;
-    this.keyField = options.keyField;
     this.marks = options.marks ?? [];
   }
 
@@ -167,7 +162,7 @@ export class FileStore implements Store {
     if (!owner) return undefined;
     if (await readTextIfExists(this.pathOf('proposals', owner.id)) !== undefined) return owner.id;
     // The marker's proposal was never written: its creator died, or is still writing it.
-    if (owner.pid !== process.pid && pidAlive(owner.pid)) return owner.id;
+    if (isAlive(owner)) return owner.id;
     await fs.unlink(marker).catch(() => {});
     return undefined;
   }
@@ -180,7 +175,7 @@ export class FileStore implements Store {
     const marker = path.join(keysDir, keyFileName(key));
     for (let attempt = 0; ; attempt++) {
       try {
-        await writeFileAtomic(marker, JSON.stringify({ id: proposal.id, key, pid: process.pid }), { exclusive: true });
+        await writeFileAtomic(marker, JSON.stringify({ id: proposal.id, key, ...SELF }), { exclusive: true });
         break;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 2) throw error;
@@ -210,24 +205,17 @@ export class FileStore implements Store {
   }
 
   async commit(id: string, version: string, next: Proposal, audit: AuditRow | null, rows: readonly LedgerRow[]): Promise<CommitResult> {
-    assertId(id);
-    const locks = path.join(this.location, '.locks');
-    await this.ensureDir(locks);
-    const lock = await acquire(path.join(locks, `${id}.lock`));
-    let text: string;
-    try {
+    return this.locked(id, async () => {
       const current = await readTextIfExists(this.pathOf('proposals', id));
-      if (current === undefined) return { ok: false, reason: 'missing' };
-      if (current !== version) return { ok: false, reason: 'changed' };
-      text = serializeProposal(next);
+      if (current === undefined) return { ok: false, reason: 'missing' } as const;
+      if (current !== version) return { ok: false, reason: 'changed' } as const;
+      const text = serializeProposal(next);
       await writeFileAtomic(this.pathOf('proposals', id), text);
-      // Inside the lock: a repair that holds the lock sees the file and its row together.
+      // Inside the lock: a repair that holds the lock sees the file and its rows together.
       if (audit) await this.appendAudit(audit);
       for (const row of rows) await this.appendLedger(row.ledger, row.row);
-    } finally {
-      await lock.release();
-    }
-    return { ok: true, version: text };
+      return { ok: true, version: text } as const;
+    });
   }
 
   async appendLedger(ledger: string, row: Record<string, unknown>): Promise<void> {
@@ -274,8 +262,8 @@ export class FileStore implements Store {
     return (await readJsonLines(path.join(this.location, AUDIT_FILE))).rows as unknown as AuditRow[];
   }
 
-  async lastAudits(): Promise<Map<string, { event: string; to: string }>> {
-    return readAuditIndex(path.join(this.location, AUDIT_FILE), path.join(this.location, '.index', 'audit.tsv'));
+  async lastAudits(options: { save?: boolean } = {}): Promise<Map<string, { event: string; to: string }>> {
+    return readAuditIndex(path.join(this.location, AUDIT_FILE), path.join(this.location, '.index', 'audit.tsv'), this.auditMemo, options.save);
   }
 
   async lastAudit(id: string): Promise<AuditRow | undefined> {
@@ -387,10 +375,10 @@ function cacheName(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
-function parseKeyMarker(text: string): { id: string; pid: number } | undefined {
+function parseKeyMarker(text: string): ({ id: string } & Partial<ProcessIdentity>) | undefined {
   try {
-    const value = JSON.parse(text) as { id?: unknown; pid?: unknown };
-    return typeof value.id === 'string' && isUlid(value.id) && typeof value.pid === 'number' ? { id: value.id, pid: value.pid } : undefined;
+    const value = JSON.parse(text) as { id?: unknown } & Partial<ProcessIdentity>;
+    return typeof value.id === 'string' && isUlid(value.id) && typeof value.pid === 'number' ? { ...value, id: value.id } : undefined;
   } catch {
     return undefined;
   }

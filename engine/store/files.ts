@@ -12,6 +12,11 @@
  * the commits of concurrent work overlap and the file system can group them into one journal
  * commit.
  */
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, existsSync, fdatasync, fstatSync, fsync, linkSync, openSync, promises as fs, readFileSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { isAlive } from './process-identity.js';
 
 /** Per process, so two processes that reuse a pid never collide on a temp name. */
 const randomSuffix = randomBytes(3).toString('hex');
@@ -72,10 +77,6 @@ function groupSync(target: string, data: boolean): Promise<void> {
   }
   return group.request();
 }
-import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fdatasync, fstatSync, fsync, linkSync, openSync, promises as fs, readFileSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { promisify } from 'node:util';
-import path from 'node:path';
 
 export interface WriteOptions {
   /** fsync file and directory (default true). Off only for caches. */
@@ -103,7 +104,7 @@ export async function writeFileAtomic(target: string, data: string | Uint8Array,
   const temp = tempName(target);
   const fd = openSync(temp, 'wx', options.mode ?? 0o644);
   try {
-    writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
+    writeAll(fd, typeof data === 'string' ? Buffer.from(data) : data);
     if (durable) await fsyncAsync(fd);
   } catch (error) {
     closeSync(fd);
@@ -140,6 +141,8 @@ export async function writeFileAtomic(target: string, data: string | Uint8Array,
  */
 export async function appendLine(file: string, row: unknown, options: { durable?: boolean } = {}): Promise<void> {
   const line = `${JSON.stringify(row)}\n`;
+  // A file this append creates needs its directory entry made durable too.
+  const creating = !knownFiles.has(file) && !existsSync(file);
   const fd = openSync(file, 'a+');
   try {
     const { size } = fstatSync(fd);
@@ -149,23 +152,33 @@ export async function appendLine(file: string, row: unknown, options: { durable?
       readSync(fd, last, 0, 1, size - 1);
       if (last[0] !== 0x0a) prefix = '\n';
     }
-    writeSync(fd, Buffer.from(prefix + line));
+    writeAll(fd, Buffer.from(prefix + line));
   } finally {
     closeSync(fd);
   }
+  knownFiles.add(file);
   // The line is written (whole, one write); concurrent appenders share the data sync.
-  if (options.durable ?? true) await groupSync(file, true);
+  if (options.durable ?? true) {
+    await groupSync(file, true);
+    if (creating) await fsyncDir(path.dirname(file));
+  }
 }
 
-/** Is a process of this host alive? */
-export function pidAlive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+const knownFiles = new Set<string>();
+
+/** Write every byte (write(2) may write fewer on a full disk: never install a short file). */
+export function writeAll(fd: number, data: Uint8Array): void {
+  let offset = 0;
+  while (offset < data.length) {
+    const written = writeSync(fd, data, offset, data.length - offset);
+    if (written <= 0) throw Object.assign(new Error('short write'), { code: 'EIO' });
+    offset += written;
   }
+}
+
+/** Is a process of this host alive? (For temp files, whose names carry only a pid.) */
+export function pidAlive(pid: number): boolean {
+  return isAlive({ pid });
 }
 
 /**
@@ -243,14 +256,5 @@ export async function readTextIfExists(file: string): Promise<string | undefined
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
-  }
-}
-
-export async function exists(file: string): Promise<boolean> {
-  try {
-    await fs.access(file);
-    return true;
-  } catch {
-    return false;
   }
 }

@@ -4,5 +4,5 @@ import { FileStore } from './file-store.js';
 
 export function openFileStore(pipeline: Pipeline, dir: string): FileStore {
   const marks = pipeline.stages.flatMap((stage) => (stage.kind === 'promote' ? [stage.stamp] : []));
-  return new FileStore({ dir, ledgers: pipeline.ledgers, keyField: pipeline.def.proposal.key, marks });
+  return new FileStore({ dir, ledgers: pipeline.ledgers, marks });
 }

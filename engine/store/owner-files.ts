@@ -7,28 +7,27 @@
  * keeps a killed run's proposals locked for the stale period; checking the owner's pid frees
  * them at once.
  */
-import { randomBytes } from 'node:crypto';
-import { closeSync, linkSync, openSync, promises as fs, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
-import os from 'node:os';
+import { closeSync, linkSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { pidAlive } from './files.js';
+import { writeAll } from './files.js';
+import { isAlive, SELF, type ProcessIdentity } from './process-identity.js';
 
-interface Owner {
-  pid: number;
-  host: string;
+interface Owner extends ProcessIdentity {
   token: string;
 }
 
-const HOST = os.hostname();
 let tokens = 0;
-/** A takeover marker older than this belongs to a killed taker. */
-const STEAL_STALE_MS = 2000;
+/** A takeover marker older than this belongs to a taker that is stuck (a dead one is seen at once). */
+const STEAL_STALE_MS = 30_000;
 /** An owner file still empty after this long was left by a holder killed mid-write. */
 const HALF_WRITTEN_MS = 1000;
 
-function isAlive(owner: Owner): boolean {
-  if (owner.host !== HOST) return true; // cannot tell: assume alive
-  return pidAlive(owner.pid);
+function unlinkQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // already gone
+  }
 }
 
 async function readOwner(file: string): Promise<Owner | null | undefined> {
@@ -48,8 +47,8 @@ export interface Held {
 
 /** Try once to take `file`. Returns null when a live owner holds it. */
 export async function tryAcquire(file: string): Promise<Held | null> {
-  const token = `${process.pid}.${++tokens}`;
-  const owner: Owner = { pid: process.pid, host: HOST, token };
+  const token = `${SELF.nonce}.${++tokens}`;
+  const owner: Owner = { ...SELF, token };
   const content = Buffer.from(JSON.stringify(owner));
   for (let attempt = 0; attempt < 3; attempt++) {
     let fd: number | undefined;
@@ -62,19 +61,13 @@ export async function tryAcquire(file: string): Promise<Held | null> {
     }
     if (fd !== undefined) {
       try {
-        writeSync(fd, content);
+        writeAll(fd, content);
       } finally {
         closeSync(fd);
       }
       return {
         // Nobody takes over the file of a live owner, so it is still ours to remove.
-        release: async () => {
-          try {
-            unlinkSync(file);
-          } catch {
-            // already gone
-          }
-        },
+        release: async () => unlinkQuietly(file),
       };
     }
     const current = await readOwner(file);
@@ -95,34 +88,35 @@ function youngerThan(file: string, ms: number): boolean {
 async function takeOver(file: string, stale: Owner | null): Promise<boolean | 'retry'> {
   const marker = `${file}.takeover`;
   // Written aside and linked into place, so a marker is never seen empty (a taker killed mid-write).
-  const temp = `${marker}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  writeFileSync(temp, String(process.pid));
+  const temp = `${marker}.${process.pid}.${SELF.nonce}${++tokens}.tmp`;
+  writeFileSync(temp, JSON.stringify(SELF));
   try {
     linkSync(temp, marker);
-    unlinkSync(temp);
   } catch (error) {
-    try {
-      unlinkSync(temp);
-    } catch {
-      // already gone
-    }
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    let taker: Partial<ProcessIdentity> = {};
+    try {
+      taker = JSON.parse(readFileSync(marker, 'utf8')) as Partial<ProcessIdentity>;
+    } catch {
+      // gone or unreadable: judged by age below
+    }
     const stat = statSync(marker, { throwIfNoEntry: false });
-    const takerPid = Number(await fs.readFile(marker, 'utf8').catch(() => ''));
-    const takerDead = Number.isInteger(takerPid) && takerPid > 0 && !isAlive({ pid: takerPid, host: HOST, token: '' });
-    if (stat && (takerDead || Date.now() - stat.mtimeMs > STEAL_STALE_MS)) {
-      await fs.unlink(marker).catch(() => {});
+    if (stat && (!isAlive(taker) || Date.now() - stat.mtimeMs > STEAL_STALE_MS)) {
+      unlinkQuietly(marker);
       return 'retry';
     }
     return false;
+  } finally {
+    unlinkQuietly(temp);
   }
   try {
     const again = await readOwner(file);
     const same = again === undefined || (again === null ? stale === null : stale !== null && again.token === stale.token);
-    if (same && again !== undefined) await fs.unlink(file).catch(() => {});
+    // Synchronously, straight after the check: nothing can run in between.
+    if (same && again !== undefined) unlinkQuietly(file);
     return same;
   } finally {
-    await fs.unlink(marker).catch(() => {});
+    unlinkQuietly(marker);
   }
 }
 

@@ -71,8 +71,11 @@ export interface Store {
   appendAudit(row: AuditRow): Promise<void>;
   /** The latest audit row of a proposal. */
   lastAudit(id: string): Promise<AuditRow | undefined>;
-  /** The latest audit row's event and target of every proposal (kept incrementally: cheap). */
-  lastAudits(): Promise<Map<string, { event: string; to: string }>>;
+  /**
+   * The latest audit row's event and target of every proposal, kept incrementally (cheap to ask
+   * again); `save` persists what was learned now.
+   */
+  lastAudits(options?: { save?: boolean }): Promise<Map<string, { event: string; to: string }>>;
   readAudit(): Promise<AuditRow[]>;
   /** Run `fn` holding the proposal's commit lock (commits hold it across the file and its rows). */
   locked<T>(id: string, fn: () => Promise<T>): Promise<T>;

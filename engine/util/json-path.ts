@@ -52,10 +52,6 @@ export function removePath(root: Record<string, unknown>, path: string): void {
   if (isObject(parent)) delete parent[last];
 }
 
-export function deepClone<T>(value: T): T {
-  return structuredClone(value);
-}
-
 /** Structural equality of JSON values, key order included (it decides file bytes). */
 export function jsonEqual(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);

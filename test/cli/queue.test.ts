@@ -124,6 +124,10 @@ describe('command-line conventions', () => {
     expect(asPositional.stderr).toMatch(/usage: pipeline unconfirm <id>/);
     const onList = cli(['list', '--confirmed'], { env });
     expect([onList.code, onList.stderr]).toEqual([1, expect.stringMatching(/unknown option: --confirmed/)]);
+    for (const name of ['--constructor', '--toString', '--__proto__']) {
+      const inherited = cli(['status', name], { env });
+      expect([inherited.code, inherited.stderr]).toEqual([1, expect.stringMatching(new RegExp(`unknown option: ${name}`))]);
+    }
     expect(proposalFile(store, id).status).toBe('pending');
   });
 
@@ -135,6 +139,8 @@ describe('command-line conventions', () => {
     expect([extra.code, extra.stderr]).toEqual([1, expect.stringMatching(/usage: pipeline status/)]);
     const noValue = cli(['list', '--state'], { env });
     expect([noValue.code, noValue.stderr]).toEqual([1, expect.stringMatching(/--state needs a value[\s\S]*usage: pipeline list/)]);
+    const limit = cli(['run', 'judge', '--limit', '0'], { env });
+    expect([limit.code, limit.stderr]).toEqual([1, expect.stringMatching(/--limit must be a whole number[\s\S]*usage: pipeline run/)]);
     const unknown = cli(['stauts'], { env });
     expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringMatching(/unknown command: stauts[\s\S]*did you mean "status"/)]);
   });

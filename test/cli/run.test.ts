@@ -76,8 +76,10 @@ describe('paid providers', () => {
     const ids = propose(env, 3);
     ['private', 'org', 'public'].forEach((visibility, index) => cli(['--dir', dir, 'confirm', ids[index]!, '--visibility', visibility], { env }));
     const before = readdirSync(path.join(store, 'proposals')).map((name) => readFileSync(path.join(store, 'proposals', name), 'utf8'));
+    const log = readFileSync(path.join(store, 'events.jsonl'));
     const result = cli(['--dir', dir, 'run', 'judge'], { env });
     expect(result.code).toBe(1);
+    expect(readFileSync(path.join(store, 'events.jsonl')).equals(log)).toBe(true);
     expect(result.stderr).toMatch(/judge: 3 proposals \(1 no jury \(private_no_jury\), 1 lesson-promotion, 1 lesson-promotion-public\)/);
     expect(result.stderr).toMatch(/4 model calls, 4 to paid providers \(claude\)/);
     expect(result.stderr).toMatch(/pass --yes/);
@@ -218,6 +220,10 @@ describe('pipeline run and pipeline init', () => {
     expect(init.code).toBe(0);
     expect(readdirSync(target).sort()).toEqual(['examples', 'machines', 'pipeline.yaml', 'rubrics', 'schemas', 'stages']);
     expect(cli(['init', target]).code).toBe(1);
+    const file = path.join(tempDir(), 'a-file');
+    writeFileSync(file, 'x');
+    const onFile = cli(['init', file]);
+    expect([onFile.code, onFile.stderr]).toEqual([1, expect.stringMatching(/is a file/)]);
     const { env } = cliStore();
     expect(cli(['validate'], { cwd: target, env }).code).toBe(0);
     const run = cli(['run', '--json'], { cwd: target, env });

@@ -56,7 +56,7 @@ describe('run review, interactively', () => {
     expect(t.out()).toMatch(new RegExp(`${ids[0]} pending → confirmed`));
     expect(t.out()).toMatch(new RegExp(`${ids[1]} pending → passed`));
     expect(t.out()).toMatch(/review: 2 decided, 1 left for later, 2 still pending/);
-    const files = new FileStore({ dir: store, ledgers: {}, keyField: 'artifact_id' });
+    const files = new FileStore({ dir: store, ledgers: {} });
     const status = async (id: string) => {
       const read = await files.read(id);
       return read.kind === 'found' ? read.stored.proposal : {};

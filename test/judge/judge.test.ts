@@ -168,6 +168,14 @@ describe('could not be judged: no transition, nothing written', () => {
     const id = await confirmed('org');
     await expectUnjudged(id, async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: true, value: verdicts }, 'cli'), /./);
   });
+
+  it('for external verdicts that are not a JSON array, even at a tier with no jury', async () => {
+    const id = await confirmed('private');
+    await expectUnjudged(id, async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: false, reason: 'the verdicts are not valid JSON' }, 'cli'), /not valid JSON/);
+    await expectUnjudged(id, async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: true, value: 'approve' }, 'cli'), /not a JSON array/);
+    const approved = await judgeWithVerdicts(t.engine, stage, await stored(id), { ok: true, value: [] }, 'cli');
+    expect(approved.outcome).toMatchObject({ kind: 'committed', to: 'approved' });
+  });
 });
 
 describe('refusals', () => {

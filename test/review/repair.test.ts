@@ -18,6 +18,16 @@ function dropLastRow(store: string): void {
 }
 
 describe('audit repair', () => {
+  it('the next command on the proposal appends the row a crash left out, before its own', async () => {
+    const { engine, storeDir, pipeline } = await testEngine();
+    const created = await engine.propose(proposalInput(), { stage: 'test', actor: 'cli' });
+    const id = created.kind === 'committed' ? created.id : '';
+    await runReviewCommand(engine, findReviewCommand(pipeline, 'confirm')!, id, { visibility: 'org' }, 'cli');
+    dropLastRow(storeDir);
+    await runReviewCommand(engine, findReviewCommand(pipeline, 'unconfirm')!, id, {}, 'cli');
+    expect(rows(storeDir).map((row) => `${row.event}:${row.from}→${row.to}`)).toEqual(['create:null→pending', 'confirm:pending→confirmed', 'unconfirm:confirmed→pending']);
+  });
+
   it('a repeat appends a missing audit row', async () => {
     const { engine, storeDir, pipeline } = await testEngine();
     const created = await engine.propose(proposalInput(), { stage: 'test', actor: 'cli' });

@@ -249,7 +249,8 @@ describe('pass', () => {
     await review('pass', id, { reason: 'first' });
     const rows = readFileSync(path.join(t.storeDir, 'passed.jsonl'), 'utf8').trim().split('\n');
     expect(rows).toHaveLength(1);
-    expect(JSON.parse(rows[0]!).lesson_id).toBe(id);
+    // the repaired row carries the proposal's own passed_at, not the time of the repeat
+    expect(JSON.parse(rows[0]!)).toMatchObject({ lesson_id: id, passed_at: proposal(id)['passed_at'] });
   });
 });
 

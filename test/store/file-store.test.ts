@@ -9,7 +9,7 @@ import { ROOT, tempDir } from '../helpers.js';
 import { storeContract } from './contract.js';
 
 const ledgers = { declined: 'declined.jsonl', passed: 'passed.jsonl' };
-const make = (dir = tempDir('pipeline-store-')) => new FileStore({ dir, ledgers, keyField: 'artifact_id', marks: ['promoted_at'] });
+const make = (dir = tempDir('pipeline-store-')) => new FileStore({ dir, ledgers, marks: ['promoted_at'] });
 
 storeContract('file store', {
   make: async () => make(),
@@ -90,7 +90,7 @@ describe('file store', () => {
   it('takes over a claim whose owner was killed', async () => {
     const dir = tempDir('pipeline-store-');
     const script = `import { FileStore } from ${JSON.stringify(path.join(ROOT, 'dist', 'engine', 'store', 'file-store.js'))};
-      const store = new FileStore({ dir: ${JSON.stringify(dir)}, ledgers: {}, keyField: 'k' });
+      const store = new FileStore({ dir: ${JSON.stringify(dir)}, ledgers: {} });
       const claim = await store.claim('judge', ${JSON.stringify(ID)});
       process.stdout.write(claim ? 'held\\n' : 'not\\n');
       setInterval(() => {}, 1000);`;

@@ -1,5 +1,5 @@
 /** `pipeline init [DIR]`: a working copy of the shipped pipeline in a new (or empty) directory. */
-import { cpSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { EXIT } from '../../errors.js';
 import { packageRoot } from '../../util/package-root.js';
@@ -10,6 +10,10 @@ export const SCAFFOLD = ['pipeline.yaml', 'machines', 'stages', 'rubrics', 'sche
 
 export async function runInit(context: Context): Promise<number> {
   const target = path.resolve(context.io.cwd, context.parsed.positionals[0] ?? '.');
+  if (existsSync(target) && !statSync(target).isDirectory()) {
+    context.out.refused(`${target} is a file; init writes into a new or empty directory`);
+    return EXIT.refused;
+  }
   if (existsSync(target) && readdirSync(target).length > 0) {
     context.out.refused(`${target} is not empty; init only writes into a new or empty directory`);
     return EXIT.refused;

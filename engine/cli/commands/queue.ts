@@ -27,8 +27,7 @@ export async function runStatus(context: Context): Promise<number> {
 }
 
 /** The field `list` shows as a proposal's title (the review stage's `title`). */
-function titleField(context: Context, stages: { kind: string; title?: string }[]): string | undefined {
-  void context;
+function titleField(stages: { kind: string; title?: string }[]): string | undefined {
   return stages.find((stage) => stage.kind === 'review' && stage.title)?.title;
 }
 
@@ -43,7 +42,7 @@ export async function runList(context: Context): Promise<number> {
     context.out.data(items.map((item) => item.proposal));
     return EXIT.ok;
   }
-  const field = titleField(context, engine.pipeline.stages as { kind: string; title?: string }[]);
+  const field = titleField(engine.pipeline.stages as { kind: string; title?: string }[]);
   for (const item of items) {
     const title = field ? getPath(item.proposal, field) : undefined;
     context.out.line(`${item.id}  ${typeof title === 'string' ? title.replace(/\s+/g, ' ') : ''}`.trimEnd());

@@ -23,12 +23,13 @@ export async function runRun(context: Context): Promise<number> {
   const { values, positionals } = context.parsed;
   const name = positionals[0];
   const stages = engine.pipeline.stages;
-  const concurrency = positiveInteger(values['concurrency'], 'concurrency') ?? engine.pipeline.defaults.concurrency;
-  const limit = positiveInteger(values['limit'], 'limit');
+  const usage = 'pipeline run [<stage>] [--concurrency N] [--limit N] [--dry-run] [--yes] [--no-cache] [--source DIR]';
+  const concurrency = positiveInteger(values['concurrency'], 'concurrency', usage) ?? engine.pipeline.defaults.concurrency;
+  const limit = positiveInteger(values['limit'], 'limit', usage);
   let selected;
   if (name !== undefined) {
     const stage = stages.find((candidate) => candidate.name === name);
-    if (!stage) throw new UsageError(`unknown stage "${name}" (expected ${listWords(stages.map((candidate) => candidate.name))})`, 'usage: pipeline run [<stage>] [--concurrency N] [--limit N] [--dry-run] [--yes] [--no-cache] [--source DIR]');
+    if (!stage) throw new UsageError(`unknown stage "${name}" (expected ${listWords(stages.map((candidate) => candidate.name))})`, `usage: ${usage}`);
     if (stage.kind === 'review') return runReviewWalk(context, engine, stage);
     selected = [stage];
   } else {
