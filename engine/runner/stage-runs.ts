@@ -254,12 +254,15 @@ async function runTransform(engine: Engine, stage: TransformStageDef, options: R
 
 async function runPromote(engine: Engine, stage: PromoteStageDef, options: RunOptions): Promise<Summary> {
   const summary = emptySummary(stage.name, ['promoted', 'already_promoted', 'refused']);
+  // Stamped proposals are done: the status index knows which, so they are not even read.
+  const states = promotableStates(stage);
+  const { byId, malformed } = await engine.store.statuses();
+  for (const id of malformed) options.note(`${id}: the proposal file is malformed — skipped, left as it is`);
   const ids: string[] = [];
-  for (const state of promotableStates(stage)) {
-    // Stamped proposals are done: the status index knows which, so they are not even read.
-    const listed = await engine.store.ids(state, { without: stage.stamp });
-    ids.push(...listed.ids);
-    for (const id of listed.malformed) if (state === promotableStates(stage)[0]) options.note(`${id}: the proposal file is malformed — skipped, left as it is`);
+  for (const [id, { status, marked }] of byId) {
+    if (!states.includes(status)) continue;
+    if (marked.includes(stage.stamp)) count(summary, 'already_promoted');
+    else ids.push(id);
   }
   ids.sort();
   const batch = options.limit !== undefined ? ids.slice(0, options.limit) : ids;
