@@ -7,30 +7,10 @@ import { describe, expect, it } from 'vitest';
 import type { Rubric } from '../../engine/config/types.js';
 import { aggregate, decideJury } from '../../engine/jury/gate.js';
 import { checkVerdict, type Verdict } from '../../engine/jury/verdict.js';
+import { ORG_RUBRIC, PUBLIC_RUBRIC } from '../fixtures/rubrics.js';
 
-const org: Rubric = {
-  id: 'lesson-promotion',
-  criteria: [
-    { name: 'grounding', weight: 0.45, min_pass: 0.7 },
-    { name: 'scope_accuracy', weight: 0.35, min_pass: 0.7 },
-    { name: 'generality', weight: 0.2, min_pass: 0.6 },
-  ],
-  score_threshold: 0.75,
-  judge_types: ['standard', 'adversarial'],
-  gate_policy: 'majority',
-  min_criterion_coverage: 0.6,
-};
-
-const pub: Rubric = {
-  ...org,
-  id: 'lesson-promotion-public',
-  criteria: [
-    { name: 'grounding', weight: 0.32, min_pass: 0.7 },
-    { name: 'scope_accuracy', weight: 0.24, min_pass: 0.7 },
-    { name: 'generality', weight: 0.14, min_pass: 0.6 },
-    { name: 'disclosure', weight: 0.3, min_pass: 0.9 },
-  ],
-};
+const org = ORG_RUBRIC;
+const pub = PUBLIC_RUBRIC;
 
 const usage = { tokens_in: null, tokens_out: null };
 function judge(judge_type: string, passed: boolean, scores: Record<string, number>, score = 0.9): Verdict {

@@ -10,21 +10,11 @@ import { expect } from 'vitest';
 import type { Rubric } from '../../engine/config/types.js';
 import { decideJury, noJuryVerdict, type JuryVerdict } from '../../engine/jury/gate.js';
 import type { Verdict } from '../../engine/jury/verdict.js';
+import { ORG_RUBRIC } from '../fixtures/rubrics.js';
 import { BIN, proposalInput, type TestEngine } from '../helpers.js';
 
 /** The shipped org rubric, verbatim (SPEC §5.4). */
-export const ORG: Rubric = {
-  id: 'lesson-promotion',
-  criteria: [
-    { name: 'grounding', weight: 0.45, min_pass: 0.7 },
-    { name: 'scope_accuracy', weight: 0.35, min_pass: 0.7 },
-    { name: 'generality', weight: 0.2, min_pass: 0.6 },
-  ],
-  score_threshold: 0.75,
-  judge_types: ['standard', 'adversarial'],
-  gate_policy: 'majority',
-  min_criterion_coverage: 0.6,
-};
+export const ORG: Rubric = ORG_RUBRIC;
 
 export function judge(judge_type: string, criterion_scores: Record<string, number>, passed = true): Verdict {
   const values = Object.values(criterion_scores);
