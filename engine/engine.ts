@@ -108,7 +108,7 @@ export class Engine {
         ? refused('not_found', `${id}: not found (it was removed meanwhile)`, undefined, id)
         : refused('changed', `${id} was changed by someone else meanwhile; nothing was written — look at it again and retry`, undefined, id);
     }
-    return { kind: 'committed', id, event, from: decision.from, to: decision.to, proposal: decision.proposal };
+    return { kind: 'committed', id, event, from: decision.from, to: decision.to, proposal: decision.proposal, version: result.version };
   }
 
   /**
@@ -248,6 +248,6 @@ export class Engine {
     const proposal: Proposal & { id: string } = { id, [keyField]: key, created_at: now, status: initial, [payloadField]: payload };
     const result = await this.store.create(proposal, key, { at: now, id, event: 'create', from: null, to: initial, stage: options.stage, actor: options.actor });
     if (!result.ok) return refused('already_handled', `${keyField} ${key} is already proposed as ${result.existing}`);
-    return { kind: 'committed', id, event: 'create', from: null, to: initial, proposal };
+    return { kind: 'committed', id, event: 'create', from: null, to: initial, proposal, version: result.version };
   }
 }

@@ -2,7 +2,8 @@
 import type { Proposal } from './lifecycle/effects.js';
 
 export type Outcome =
-  | { kind: 'committed'; id: string; event: string; from: string | null; to: string; proposal: Proposal }
+  /** `version` is what the store now holds: a next step may commit on top of it without reading it again. */
+  | { kind: 'committed'; id: string; event: string; from: string | null; to: string; proposal: Proposal; version: string }
   | { kind: 'unchanged'; id: string; event: string; status: string; proposal: Proposal; message: string }
   | { kind: 'refused'; id?: string; code: string; message: string; details?: string[] }
   | { kind: 'unjudged'; id: string; reason: string };

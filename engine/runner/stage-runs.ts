@@ -8,9 +8,9 @@ import type { Engine } from '../engine.js';
 import type { JudgeStageDef, PromoteStageDef, StageDef, TransformStageDef } from '../config/types.js';
 import { Providers, type ProviderSource } from '../providers/index.js';
 import { judgePanel, planFor, precheck, type JudgeResult } from '../stages/judge.js';
-import { promotableStates, promote } from '../stages/promote.js';
+import { promotableStates, promote, promoteAfterVerdict } from '../stages/promote.js';
 import { pregatePasses, readSources, sourceDir, transformOne } from '../stages/transform.js';
-import { serializeProposal, type Stored } from '../store/types.js';
+import type { Stored } from '../store/types.js';
 import { runBatch } from './batch.js';
 import { emptyPlan, planLines, type BatchPlan } from './plan.js';
 import { silentProgress, type Progress } from './progress.js';
@@ -141,14 +141,9 @@ async function runJudge(engine: Engine, stage: JudgeStageDef, options: RunOption
     if (outcome.kind === 'committed') {
       count(summary, outcome.to);
       if (then?.kind === 'promote') {
-        // A promotion failure is reported; it never undoes the verdict or changes the exit code.
-        try {
-          const promoted = await promote(engine, then, { id, proposal: outcome.proposal, version: serializeProposal(outcome.proposal) }, 'run');
-          for (const warning of promoted.warnings) options.note(`warning: ${warning}`);
-          if (promoted.outcome.kind === 'refused') options.note(`${id}: judged ${outcome.to}, but promotion failed: ${promoted.outcome.message} (the verdict stands)`);
-        } catch (error) {
-          options.note(`${id}: judged ${outcome.to}, but promotion failed: ${describeError(error)} (the verdict stands)`);
-        }
+        const promoted = await promoteAfterVerdict(engine, then, outcome, 'run');
+        for (const warning of promoted.warnings) options.note(`warning: ${warning}`);
+        if (promoted.failure) options.note(`${id}: judged ${outcome.to}, but promotion failed: ${promoted.failure} (the verdict stands)`);
       }
     } else if (outcome.kind === 'unjudged') {
       if (options.signal?.aborted) return;

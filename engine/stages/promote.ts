@@ -74,5 +74,18 @@ export async function promote(engine: Engine, stage: PromoteStageDef, stored: St
     const current = again.kind === 'found' ? String(again.stored.proposal['status']) : 'missing';
     return { outcome: refused('changed', `${id} (now ${current}) changed while it was being promoted; its record is written, run promote again to stamp it`, undefined, id), warnings };
   }
-  return { outcome: { kind: 'committed', id, event: 'promote', from: status, to: status, proposal: next }, warnings };
+  return { outcome: { kind: 'committed', id, event: 'promote', from: status, to: status, proposal: next, version: committed.version }, warnings };
+}
+
+/**
+ * Promote a proposal right after its verdict was committed. A failure is reported (`failure`),
+ * never thrown: it leaves the verdict as it is and does not change the exit code (SPEC §5.4).
+ */
+export async function promoteAfterVerdict(engine: Engine, stage: PromoteStageDef, verdict: Extract<Outcome, { kind: 'committed' }>, actor: Actor): Promise<{ warnings: string[]; failure?: string }> {
+  try {
+    const { outcome, warnings } = await promote(engine, stage, { id: verdict.id, proposal: verdict.proposal, version: verdict.version }, actor);
+    return outcome.kind === 'refused' ? { warnings, failure: outcome.message } : { warnings };
+  } catch (error) {
+    return { warnings: [], failure: error instanceof Error ? error.message : String(error) };
+  }
 }

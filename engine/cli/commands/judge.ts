@@ -7,8 +7,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { EXIT, PipelineError } from '../../errors.js';
 import { judgeWithVerdicts } from '../../stages/judge.js';
-import { promote } from '../../stages/promote.js';
-import { serializeProposal } from '../../store/types.js';
+import { promoteAfterVerdict } from '../../stages/promote.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
 import { printOutcome } from '../print.js';
@@ -41,15 +40,8 @@ export async function runJudge(context: Context): Promise<number> {
   else context.out.line(`${outcome.id} ${outcome.from} → ${outcome.to} (${verdict?.reason ?? ''}${typeof verdict?.aggregate_score === 'number' ? `, aggregate ${verdict.aggregate_score.toFixed(3)}` : ''})`);
   const then = stage.then ? engine.pipeline.stages.find((candidate) => candidate.name === stage.then) : undefined;
   if (then?.kind === 'promote') {
-    // A promotion failure is reported; it never undoes the verdict or changes the exit code.
-    let failure: string | undefined;
-    try {
-      const promoted = await promote(engine, then, { id: outcome.id, proposal: outcome.proposal, version: serializeProposal(outcome.proposal) }, 'cli');
-      for (const warning of promoted.warnings) context.out.warn(warning);
-      if (promoted.outcome.kind === 'refused') failure = promoted.outcome.message;
-    } catch (error) {
-      failure = error instanceof Error ? error.message : String(error);
-    }
+    const { warnings, failure } = await promoteAfterVerdict(engine, then, outcome, 'cli');
+    for (const warning of warnings) context.out.warn(warning);
     if (failure) context.out.warn(`${outcome.id} was judged ${outcome.to}, but promotion failed: ${failure} (the verdict stands; run \`pipeline promote ${outcome.id}\` again)`);
   }
   return EXIT.ok;
