@@ -172,10 +172,11 @@ export class Engine {
    * incrementally read) last audit rows; each suspect is checked again under its commit lock.
    * Run at the start of a batch. Returns the rows added and the proposals with no history.
    */
-  async repairAudit(stage: string, actor: Actor): Promise<{ added: number; unexplained: string[] }> {
+  async repairAudit(stage: string, actor: Actor, statuses?: Awaited<ReturnType<Store['statuses']>>): Promise<{ added: number; unexplained: string[] }> {
     const last = await this.store.lastAudits({ save: true });
     const promotion = this.promotion();
-    const { byId } = await this.store.statuses();
+    // A run that has just scanned the store passes its scan: no second pass over every file.
+    const { byId } = statuses ?? (await this.store.statuses());
     let added = 0;
     const unexplained: string[] = [];
     for (const [id, { status, marked }] of byId) {

@@ -10,7 +10,7 @@ import { Providers, type ProviderSource } from '../providers/index.js';
 import { judgePanel, planFor, precheck, type JudgeResult } from '../stages/judge.js';
 import { promotableStates, promote, promoteAfterVerdict } from '../stages/promote.js';
 import { pregatePasses, readSources, sourceDir, transformOne } from '../stages/transform.js';
-import type { Stored } from '../store/types.js';
+import type { Store, Stored } from '../store/types.js';
 import { runBatch } from './batch.js';
 import { emptyPlan, planLines, type BatchPlan } from './plan.js';
 import { silentProgress, type Progress } from './progress.js';
@@ -63,9 +63,9 @@ async function confirmSpend(plan: BatchPlan, noun: string, options: RunOptions):
  * What every batch does once it is going ahead (after any spend question, never on a dry run):
  * sweep what killed processes left behind and repair the audit rows a crash left out.
  */
-async function beginRun(engine: Engine, stage: StageDef, options: RunOptions): Promise<void> {
+async function beginRun(engine: Engine, stage: StageDef, options: RunOptions, statuses?: Awaited<ReturnType<Store['statuses']>>): Promise<void> {
   await engine.store.sweep();
-  const repaired = await engine.repairAudit(stage.name, 'run');
+  const repaired = await engine.repairAudit(stage.name, 'run', statuses);
   if (repaired.added) options.note(`${stage.name}: added ${repaired.added} audit row${repaired.added === 1 ? '' : 's'} missing after an interrupted commit`);
   if (repaired.unexplained.length) options.note(`${stage.name}: ${repaired.unexplained.length} proposal${repaired.unexplained.length === 1 ? ' has' : 's have'} no audit history (written by hand?): ${repaired.unexplained.slice(0, 5).join(', ')}${repaired.unexplained.length > 5 ? ', …' : ''}`);
 }
@@ -97,7 +97,9 @@ async function runJudge(engine: Engine, stage: JudgeStageDef, options: RunOption
   const targets = engine.pipeline.lifecycle.transitions.filter((t) => t.from === stage.from && (t.event === stage.events.pass || t.event === stage.events.fail));
   const outcomes = [...new Set(targets.map((t) => t.target!).filter(Boolean)), 'unjudged', 'refused'];
   const summary = emptySummary(stage.name, outcomes);
-  const { ids: all, malformed } = await engine.store.ids(stage.from);
+  const statuses = await engine.store.statuses();
+  const { malformed } = statuses;
+  const all = [...statuses.byId].filter(([, entry]) => entry.status === stage.from).map(([id]) => id).sort();
   for (const id of malformed) options.note(`${id}: the proposal file is malformed — skipped, left as it is`);
   const ids = options.limit !== undefined ? all.slice(0, options.limit) : all;
   const providers = options.providers ?? new Providers(engine.pipeline, { env: engine.env, now: () => engine.now(), concurrency: options.concurrency });
@@ -131,7 +133,7 @@ async function runJudge(engine: Engine, stage: JudgeStageDef, options: RunOption
     plan.paidProviders = [...providerNames];
     if (!(await confirmSpend(plan, 'proposal', options))) return summary;
   }
-  await beginRun(engine, stage, options);
+  await beginRun(engine, stage, options, statuses);
 
   const then = stage.then ? engine.pipeline.stages.find((candidate) => candidate.name === stage.then) : undefined;
   const progress = ids.length ? options.progress(stage.name, ids.length) : silentProgress;
@@ -251,7 +253,8 @@ async function runPromote(engine: Engine, stage: PromoteStageDef, options: RunOp
   const summary = emptySummary(stage.name, ['promoted', 'already_promoted', 'refused']);
   // Stamped proposals are done: the status index knows which, so they are not even read.
   const states = promotableStates(stage);
-  const { byId, malformed } = await engine.store.statuses();
+  const statuses = await engine.store.statuses();
+  const { byId, malformed } = statuses;
   for (const id of malformed) options.note(`${id}: the proposal file is malformed — skipped, left as it is`);
   const ids: string[] = [];
   for (const [id, { status, marked }] of byId) {
@@ -265,7 +268,7 @@ async function runPromote(engine: Engine, stage: PromoteStageDef, options: RunOp
     options.note(`${stage.name}: ${batch.length} judged proposal${batch.length === 1 ? '' : 's'} to check; dry run: nothing was written`);
     return summary;
   }
-  await beginRun(engine, stage, options);
+  await beginRun(engine, stage, options, statuses);
   await runBatch({
     store: engine.store,
     stage: stage.name,
