@@ -22,23 +22,31 @@ export interface BatchOptions<T> {
   signal?: AbortSignal;
   /** Process one claimed item; may return a second phase to run outside the slot. */
   work: (item: T) => Promise<Finish>;
-  /** Called when another live run holds the claim. */
-  onClaimed?: (item: T) => void;
+  /**
+   * Called for each item another live run still held at the end of the batch, after it was
+   * retried (the caller reports it as left for a retry).
+   */
+  onHeld?: (item: T) => void;
+  /** How long to keep retrying held items at the end of the batch (ms). */
+  heldGraceMs?: number;
   /** Called when `work` throws: the item is left as it was, the batch goes on. */
   onError: (item: T, error: unknown) => void;
 }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function runBatch<T>(options: BatchOptions<T>): Promise<void> {
   const concurrency = Math.max(1, options.concurrency);
   const slots = pLimit(concurrency);
   const finishing = pLimit(concurrency);
   const running = new Set<Promise<void>>();
+  let held: T[] = [];
   const process = async (item: T) => {
     const claimed = await slots(async () => {
       if (options.signal?.aborted) return undefined;
       const claim = await options.store.claim(options.stage, options.keyOf(item));
       if (!claim) {
-        options.onClaimed?.(item);
+        held.push(item);
         return undefined;
       }
       try {
@@ -58,12 +66,28 @@ export async function runBatch<T>(options: BatchOptions<T>): Promise<void> {
       await claimed.claim.release();
     }
   };
-  // Feed p-limit a bounded window, so memory stays flat however many items there are.
-  for (const item of options.items) {
-    if (options.signal?.aborted) break;
-    const task: Promise<void> = process(item).finally(() => running.delete(task));
-    running.add(task);
-    if (running.size >= concurrency * 2) await Promise.race(running);
+  const feed = async (items: Iterable<T>) => {
+    // Feed p-limit a bounded window, so memory stays flat however many items there are.
+    for (const item of items) {
+      if (options.signal?.aborted) break;
+      const task: Promise<void> = process(item).finally(() => running.delete(task));
+      running.add(task);
+      if (running.size >= concurrency * 2) await Promise.race(running);
+    }
+    await Promise.all(running);
+  };
+  await feed(options.items);
+  // Items another run held are retried at the end (it may have finished them meanwhile, or died);
+  // what is still held after a short grace is reported, never silently skipped.
+  const deadline = Date.now() + (options.heldGraceMs ?? 2000);
+  let delay = 20;
+  while (held.length && !options.signal?.aborted) {
+    const retry = held;
+    held = [];
+    await feed(retry);
+    if (!held.length || Date.now() >= deadline) break;
+    await sleep(Math.min(delay, Math.max(0, deadline - Date.now())));
+    delay = Math.min(delay * 2, 250);
   }
-  await Promise.all(running);
+  if (!options.signal?.aborted) for (const item of held) options.onHeld?.(item);
 }

@@ -83,6 +83,13 @@ export async function runStage(engine: Engine, stage: StageDef, options: RunOpti
   }
 }
 
+/** Another run still held it at the end of the batch: left for a retry, never silently skipped. */
+function held(summary: Summary, key: string, options: RunOptions): void {
+  count(summary, 'held_by_another_run');
+  summary.unjudged.push(key);
+  options.note(`${key}: another run still holds it — left for a retry (run again once that run is done)`);
+}
+
 async function readAll(engine: Engine, ids: readonly string[], options: RunOptions): Promise<Stored[]> {
   const out: Stored[] = [];
   for (const id of ids) {
@@ -171,10 +178,7 @@ async function runJudge(engine: Engine, stage: JudgeStageDef, options: RunOption
       count(summary, 'refused');
       options.note(`${id}: ${describeError(error)} — left as it was`);
     },
-    onClaimed: (id) => {
-      count(summary, 'held_by_another_run');
-      options.note(`${id}: another run is judging it — left to that run`);
-    },
+    onHeld: (id) => held(summary, id, options),
     work: async (id) => {
       const read = await engine.store.read(id);
       if (read.kind !== 'found') {
@@ -224,6 +228,7 @@ async function runTransform(engine: Engine, stage: TransformStageDef, options: R
     keyOf: (record) => record.key,
     concurrency: options.concurrency,
     ...(options.signal ? { signal: options.signal } : {}),
+    onHeld: (record) => held(summary, record.key, options),
     onError: (record, error) => {
       count(summary, 'untouched');
       summary.unjudged.push(record.key);
@@ -276,6 +281,7 @@ async function runPromote(engine: Engine, stage: PromoteStageDef, options: RunOp
     keyOf: (id) => id,
     concurrency: options.concurrency,
     ...(options.signal ? { signal: options.signal } : {}),
+    onHeld: (id) => held(summary, id, options),
     onError: (id, error) => {
       count(summary, 'refused');
       summary.refused.push(id);

@@ -15,7 +15,7 @@ import { isUlid } from '../util/ids.js';
 import { isObject } from '../util/json-path.js';
 import { appendLine, readFrom, readJsonLines, readTextIfExists, sweepTemps, writeFileAtomic } from './files.js';
 import { isAlive, SELF, type ProcessIdentity } from './process-identity.js';
-import { acquire, tryAcquire } from './owner-files.js';
+import { OwnerFiles } from './owner-files.js';
 import { readAuditIndex, type AuditMemo } from './audit-index.js';
 import { scanProposals } from './proposal-index.js';
 import {
@@ -37,6 +37,8 @@ export interface FileStoreOptions {
   ledgers: Readonly<Record<string, string>>;
   /** Top-level fields whose presence the status index records (e.g. a promotion stamp). */
   marks?: readonly string[];
+  /** How long a claim or lock of a process on another host lasts without renewal (ms). */
+  leaseMs?: number;
 }
 
 const AUDIT_FILE = 'events.jsonl';
@@ -59,12 +61,14 @@ export class FileStore implements Store {
   /** Per ledger file and field: the values seen so far and how far the file was read. */
   private readonly auditMemo: AuditMemo = { unsaved: 0 };
   private readonly ledgerIndex = new Map<string, { offset: number; ino: number; values: Set<string> }>();
+  private readonly owners: OwnerFiles;
 
   constructor(options: FileStoreOptions) {
     this.location = path.resolve(options.dir);
     this.proposalsDir = path.join(this.location, 'proposals');
     this.ledgers = options.ledgers;
     this.marks = options.marks ?? [];
+    this.owners = new OwnerFiles(path.join(this.location, '.owners'), options.leaseMs);
   }
 
   pathOf(collection: string, id?: string): string {
@@ -196,7 +200,7 @@ export class FileStore implements Store {
     assertId(id);
     const locks = path.join(this.location, '.locks');
     await this.ensureDir(locks);
-    const lock = await acquire(path.join(locks, `${id}.lock`));
+    const lock = await this.owners.acquire(path.join(locks, `${id}.lock`));
     try {
       return await fn();
     } finally {
@@ -312,7 +316,7 @@ export class FileStore implements Store {
     if (!/^[a-z][a-z0-9_-]*$/.test(stage)) throw new Error(`invalid stage name: ${JSON.stringify(stage)}`);
     const dir = path.join(this.location, '.claims', stage);
     await this.ensureDir(dir);
-    return tryAcquire(path.join(dir, isUlid(key) ? key : keyFileName(key)));
+    return this.owners.tryAcquire(path.join(dir, isUlid(key) ? key : keyFileName(key)));
   }
 
   async readEntry(collection: string, id: string): Promise<unknown | undefined> {
@@ -344,7 +348,7 @@ export class FileStore implements Store {
       path.join(this.location, '.index', 'keys'),
       ...claims.map((stage) => path.join(this.location, '.claims', stage)),
     ];
-    return sweepTemps(dirs);
+    return (await sweepTemps(dirs)) + this.owners.sweep();
   }
 
   async cacheGet(key: string): Promise<unknown | undefined> {

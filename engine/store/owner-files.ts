@@ -1,26 +1,33 @@
 /**
- * Exclusive files that name their owner process: per-proposal commit locks and per-stage claims.
- * A file whose owner is dead (SIGKILL, power loss) is stale and may be taken over, so a killed
- * run never leaves a proposal stuck.
+ * Exclusive files that name their owner: per-proposal commit locks and per-stage claims.
  *
- * Hand-written: lock libraries such as proper-lockfile detect staleness by age (mtime), which
- * keeps a killed run's proposals locked for the stale period; checking the owner's pid frees
- * them at once.
+ * Each process writes its identity once per store, aside and renamed into place
+ * (`.owners/<host>.<pid>.<nonce>`), and takes a lock or a claim by hard-linking that file to the
+ * lock's name. `link()` is atomic and exclusive, so a lock is never observable empty or
+ * half-written — whatever kills the process, and whenever — and taking one creates no inode.
+ *
+ * A lock whose owner is dead is stale and is taken over at once (a SIGKILLed run frees its work
+ * immediately). An owner on another host cannot be asked whether it is alive: it holds its files
+ * by lease — the shared owner inode's mtime, refreshed while the process holds anything; past
+ * the lease time its files are stale.
+ *
+ * Hand-written: lock libraries such as proper-lockfile detect staleness by age only, which keeps
+ * a killed run's proposals locked for the stale period; checking the owner's pid frees them at
+ * once.
  */
-import { closeSync, linkSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 import { writeAll } from './files.js';
 import { isAlive, SELF, type ProcessIdentity } from './process-identity.js';
 
-interface Owner extends ProcessIdentity {
-  token: string;
-}
-
-let tokens = 0;
+/** Default lease of an owner on another host (SPEC §11 `claim_ttl`, 5 min). */
+export const DEFAULT_LEASE_MS = 5 * 60_000;
 /** A takeover marker older than this belongs to a taker that is stuck (a dead one is seen at once). */
 const STEAL_STALE_MS = 30_000;
-/** An owner file still empty after this long was left by a holder killed mid-write. */
-const HALF_WRITTEN_MS = 1000;
+
+export interface Held {
+  release(): Promise<void>;
+}
 
 function unlinkQuietly(file: string): void {
   try {
@@ -30,109 +37,213 @@ function unlinkQuietly(file: string): void {
   }
 }
 
-async function readOwner(file: string): Promise<Owner | null | undefined> {
+/** The identity in an owner file: undefined when the file is gone, null when it is not an identity. */
+function readOwner(file: string): Partial<ProcessIdentity> | null | undefined {
+  let text: string;
   try {
-    const text = readFileSync(file, 'utf8');
-    const parsed = JSON.parse(text) as Owner;
-    return typeof parsed.pid === 'number' ? parsed : null;
+    text = readFileSync(file, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    return null; // unreadable: treat as stale
+    return null;
+  }
+  try {
+    const parsed = JSON.parse(text) as Partial<ProcessIdentity>;
+    return parsed && typeof parsed.pid === 'number' ? parsed : null;
+  } catch {
+    return null;
   }
 }
 
-export interface Held {
-  release(): Promise<void>;
+const ownFiles = new Set<string>();
+/** One exit hook for every store this process opened: a clean exit leaves no owner file behind. */
+function removeAtExit(file: string): void {
+  if (ownFiles.size === 0) process.once('exit', () => ownFiles.forEach(unlinkQuietly));
+  ownFiles.add(file);
 }
 
-/** Try once to take `file`. Returns null when a live owner holds it. */
-export async function tryAcquire(file: string): Promise<Held | null> {
-  const token = `${SELF.nonce}.${++tokens}`;
-  const owner: Owner = { ...SELF, token };
-  const content = Buffer.from(JSON.stringify(owner));
-  for (let attempt = 0; attempt < 3; attempt++) {
-    let fd: number | undefined;
+/** The process's owner files, one per store directory (hard links cannot cross file systems). */
+export class OwnerFiles {
+  private file: string | undefined;
+  private ino = -1;
+  private holding = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    /** The store's `.owners` directory. */
+    private readonly dir: string,
+    /** How long an owner on another host holds its files without renewing them. */
+    readonly leaseMs = DEFAULT_LEASE_MS,
+  ) {}
+
+  /** This process's owner file, created on first use. */
+  private self(): string {
+    if (this.file) return this.file;
+    mkdirSync(this.dir, { recursive: true });
+    const file = path.join(this.dir, `${SELF.host.replace(/[^A-Za-z0-9_.-]/g, '_')}.${SELF.pid}.${SELF.nonce}`);
+    const temp = `${file}.tmp`;
+    const fd = openSync(temp, 'w', 0o644);
     try {
-      // One exclusive create; the owner is written at once. A holder killed between the two
-      // leaves an empty file, which counts as stale only once it is a second old (below).
-      fd = openSync(file, 'wx');
+      writeAll(fd, Buffer.from(JSON.stringify(SELF)));
+      // After a power loss a lock must not point at an empty inode (it would look stale, which
+      // is right then, but an owner file is written once per process, so make it whole).
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, file);
+    this.file = file;
+    this.ino = statSync(file).ino;
+    removeAtExit(file);
+    return file;
+  }
+
+  /** Is `file` held by a live owner (on this host), or by an unexpired lease (another host)? */
+  private live(file: string, owner: Partial<ProcessIdentity>): boolean {
+    if (owner.host !== undefined && owner.host !== SELF.host) {
+      const stat = statSync(file, { throwIfNoEntry: false });
+      return stat !== undefined && Date.now() - stat.mtimeMs < this.leaseMs;
+    }
+    return isAlive(owner);
+  }
+
+  /** Does this process hold `file` right now? (A fencing check before a commit.) */
+  holds(file: string): boolean {
+    return this.file !== undefined && statSync(file, { throwIfNoEntry: false })?.ino === this.ino;
+  }
+
+  /** Try once to take `file`. Returns null when a live owner (or an unexpired lease) holds it. */
+  tryAcquire(file: string): Held | null {
+    const me = this.self();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        linkSync(me, file);
+        return this.held(file);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const owner = readOwner(file);
+      if (owner === undefined) continue; // released meanwhile: try again
+      // A file that is not an identity was never written by a live holder (owners are linked
+      // whole): it is left over from a power loss or an older version, and stale.
+      if (owner && this.live(file, owner)) return null;
+      const taken = this.takeOver(file, owner);
+      if (taken === false) return null;
+    }
+    return null;
+  }
+
+  private held(file: string): Held {
+    this.holding++;
+    this.renewWhileHolding();
+    let released = false;
+    return {
+      // Nobody takes over the file of a live owner, so it is still ours to remove.
+      release: async () => {
+        if (released) return;
+        released = true;
+        unlinkQuietly(file);
+        if (--this.holding === 0 && this.timer) {
+          clearInterval(this.timer);
+          this.timer = undefined;
+        }
+      },
+    };
+  }
+
+  /** Keep the lease of everything this process holds: one touch of the shared owner inode. */
+  private renewWhileHolding(): void {
+    if (this.timer || !this.file) return;
+    const file = this.file;
+    this.timer = setInterval(() => {
+      try {
+        const now = new Date();
+        utimesSync(file, now, now);
+      } catch {
+        // the store went away; nothing left to hold
+      }
+    }, Math.max(1000, Math.floor(this.leaseMs / 3)));
+    this.timer.unref();
+  }
+
+  /** Renew now (a caller about to start a long call may want a fresh lease). */
+  renew(): void {
+    if (!this.file) return;
+    const now = new Date();
+    try {
+      utimesSync(this.file, now, now);
+    } catch {
+      // nothing to renew
+    }
+  }
+
+  /**
+   * Remove a stale file, guarded by a takeover marker (also a link to our owner file) so two
+   * takers never both remove it. Returns false when another live taker is at it.
+   */
+  private takeOver(file: string, stale: Partial<ProcessIdentity> | null): boolean | 'retry' {
+    const marker = `${file}.takeover`;
+    try {
+      linkSync(this.self(), marker);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    if (fd !== undefined) {
-      try {
-        writeAll(fd, content);
-      } finally {
-        closeSync(fd);
+      const taker = readOwner(marker);
+      const stat = statSync(marker, { throwIfNoEntry: false });
+      if (stat && (!taker || !this.live(marker, taker) || Date.now() - stat.mtimeMs > STEAL_STALE_MS)) {
+        unlinkQuietly(marker);
+        return 'retry';
       }
-      return {
-        // Nobody takes over the file of a live owner, so it is still ours to remove.
-        release: async () => unlinkQuietly(file),
-      };
+      return false;
     }
-    const current = await readOwner(file);
-    if (current === undefined) continue; // released meanwhile: try again
-    if (current && isAlive(current)) return null;
-    if (current === null && youngerThan(file, HALF_WRITTEN_MS)) return null; // being written right now
-    if ((await takeOver(file, current)) === false) return null;
-  }
-  return null;
-}
-
-function youngerThan(file: string, ms: number): boolean {
-  const stat = statSync(file, { throwIfNoEntry: false });
-  return stat !== undefined && Date.now() - stat.mtimeMs < ms;
-}
-
-/** Remove a stale file, guarded by a takeover marker so two takers never both remove. */
-async function takeOver(file: string, stale: Owner | null): Promise<boolean | 'retry'> {
-  const marker = `${file}.takeover`;
-  // Written aside and linked into place, so a marker is never seen empty (a taker killed mid-write).
-  const temp = `${marker}.${process.pid}.${SELF.nonce}${++tokens}.tmp`;
-  writeFileSync(temp, JSON.stringify(SELF));
-  try {
-    linkSync(temp, marker);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    let taker: Partial<ProcessIdentity> = {};
     try {
-      taker = JSON.parse(readFileSync(marker, 'utf8')) as Partial<ProcessIdentity>;
-    } catch {
-      // gone or unreadable: judged by age below
-    }
-    const stat = statSync(marker, { throwIfNoEntry: false });
-    if (stat && (!isAlive(taker) || Date.now() - stat.mtimeMs > STEAL_STALE_MS)) {
+      const again = readOwner(file);
+      // Still the owner we found dead? (A live process that took it meanwhile has another identity.)
+      const same = again !== undefined && JSON.stringify(again) === JSON.stringify(stale);
+      // Synchronously, straight after the check: nothing of this process can run in between.
+      if (same) unlinkQuietly(file);
+      return same || again === undefined ? 'retry' : false;
+    } finally {
       unlinkQuietly(marker);
-      return 'retry';
     }
-    return false;
-  } finally {
-    unlinkQuietly(temp);
   }
-  try {
-    const again = await readOwner(file);
-    const same = again === undefined || (again === null ? stale === null : stale !== null && again.token === stale.token);
-    // Synchronously, straight after the check: nothing can run in between.
-    if (same && again !== undefined) unlinkQuietly(file);
-    return same;
-  } finally {
-    unlinkQuietly(marker);
+
+  /**
+   * Remove the owner files of dead processes of this host (the locks that still link to one
+   * keep its identity, and are stale all the same). Returns how many were removed.
+   */
+  sweep(): number {
+    let removed = 0;
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch {
+      return 0;
+    }
+    for (const name of names) {
+      const file = path.join(this.dir, name);
+      if (file === this.file) continue;
+      const owner = readOwner(file);
+      if (owner === undefined || (owner && (owner.host !== SELF.host || isAlive(owner)))) continue;
+      if (owner === null && Date.now() - (statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) < 10_000) continue; // being written
+      unlinkQuietly(file);
+      removed++;
+    }
+    return removed;
+  }
+
+  /** Wait for `file` (short critical sections), up to `timeoutMs`. */
+  async acquire(file: string, timeoutMs = 15000): Promise<Held> {
+    const start = Date.now();
+    let delay = 1;
+    for (;;) {
+      const held = this.tryAcquire(file);
+      if (held) return held;
+      if (Date.now() - start > timeoutMs) {
+        throw Object.assign(new Error(`${path.basename(file)} is busy (held by another process for over ${Math.round(timeoutMs / 1000)} s)`), { code: 'EBUSY' });
+      }
+      await sleep(delay + Math.random() * delay);
+      delay = Math.min(delay * 2, 50);
+    }
   }
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Wait for `file` (short critical sections), up to `timeoutMs`. */
-export async function acquire(file: string, timeoutMs = 15000): Promise<Held> {
-  const start = Date.now();
-  let delay = 1;
-  for (;;) {
-    const held = await tryAcquire(file);
-    if (held) return held;
-    if (Date.now() - start > timeoutMs) {
-      throw Object.assign(new Error(`${path.basename(file)} is busy (held by another process for over ${Math.round(timeoutMs / 1000)} s)`), { code: 'EBUSY' });
-    }
-    await sleep(delay + Math.random() * delay);
-    delay = Math.min(delay * 2, 50);
-  }
-}
