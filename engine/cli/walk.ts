@@ -27,7 +27,8 @@ export async function runReviewWalk(context: Context, engine: Engine, stage: Rev
     return EXIT.refused;
   }
   const from = stage.from ?? engine.pipeline.lifecycle.initial;
-  const { ids } = await engine.store.ids(from);
+  const ids: string[] = [];
+  for await (const entry of engine.store.index({ status: from })) if (entry.status !== null) ids.push(entry.id);
   const rl = createInterface({ input: context.io.stdin, output: context.io.stderr as NodeJS.WritableStream });
   const choices = stage.walk?.choices ?? [...commands.map((command) => ({ key: command.name[0]!, label: command.name, command: command.name, ask: Object.keys(command.def.args ?? {}) })), { key: 'q', label: 'quit', command: 'quit' }];
   const menu = choices.map((choice) => `[${choice.key}] ${choice.label ?? choice.command}`).join('  ');
@@ -63,6 +64,7 @@ export async function runReviewWalk(context: Context, engine: Engine, stage: Rev
   } finally {
     rl.close();
   }
-  context.out.line(`${stage.name}: ${decided} decided, ${left} left for later, ${(await engine.store.ids(from)).ids.length} still ${from}`);
+  const { counts } = await engine.store.counts([from]);
+  context.out.line(`${stage.name}: ${decided} decided, ${left} left for later, ${counts[from] ?? 0} still ${from}`);
   return EXIT.ok;
 }

@@ -169,6 +169,7 @@ export function assemblePipeline(dir: string, config: ValidConfig, registry?: Sc
       concurrency: def.defaults?.concurrency ?? DEFAULT_CONCURRENCY,
       timeout: parseDuration(def.defaults?.timeout, 60),
       attempts: def.defaults?.attempts ?? 3,
+      claimTtl: parseDuration(def.defaults?.claim_ttl, 300),
     },
     storeDir: path.resolve(dir, def.store ?? '.pipeline'),
     warnings: config.warnings,

@@ -8,6 +8,8 @@ export interface ProposalShape {
   payload: string;
   /** Schema name the payload must satisfy at creation. */
   schema: string;
+  /** Field stamped with the creation time (default created_at). */
+  created?: string;
 }
 
 export interface Criterion {
@@ -34,6 +36,8 @@ export interface GuardDef {
 export type Operation =
   | { set: string; to: unknown; when?: string }
   | { remove: string; when?: string }
+  | { increment: string; by?: number; when?: string }
+  | { move: string; to: string; when?: string }
   | { snapshot: string; into: string; when?: string }
   | { restore: string; from: string; when?: string }
   | { append: string; row: JsonObject; key?: string; when?: string };
@@ -46,6 +50,8 @@ export interface TransitionDef {
   ensures?: string;
   idempotent?: true | { same?: string[] };
   message?: string;
+  /** Event arguments recorded in the transition's audit row (`args`). */
+  record_args?: string[];
 }
 
 export interface StateDef {
@@ -111,6 +117,8 @@ export interface JudgeStageDef extends StageBase {
   prompts?: Record<string, string>;
   questions?: Record<string, string>;
   events: { pass: string; fail: string };
+  /** The proposal field (and event argument) holding the verdict; default verdict. */
+  verdict?: string;
   then?: string;
   max_answer_bytes?: number;
 }
@@ -146,6 +154,8 @@ export interface Defaults {
   /** Seconds. */
   timeout: number;
   attempts: number;
+  /** Seconds a claim lasts without renewal. */
+  claimTtl: number;
 }
 
 export interface PipelineDef {
@@ -160,5 +170,5 @@ export interface PipelineDef {
   ledgers?: Record<string, string>;
   secrets?: Record<string, SecretDef>;
   providers?: Record<string, ProviderDef>;
-  defaults?: Partial<{ concurrency: number; timeout: number | string; attempts: number }>;
+  defaults?: Partial<{ concurrency: number; timeout: number | string; attempts: number; claim_ttl: number | string }>;
 }

@@ -5,7 +5,7 @@
  */
 import { transition as xstateTransition } from 'xstate';
 import { jsonEqual, getPath, removePath } from '../util/json-path.js';
-import { applyOperations, type LedgerRow, type Proposal } from './effects.js';
+import { applyOperations, type EntryMove, type LedgerRow, type Proposal } from './effects.js';
 import { effectOperations, STEP_ACTION, type Lifecycle, type Transition } from './machine.js';
 
 export interface Refusal {
@@ -19,9 +19,8 @@ export interface Refusal {
 export interface Repeat {
   kind: 'repeat';
   transition: Transition;
-  /** The transition that brought the proposal into its state on this event (for repairs). */
-  entering?: Transition;
-  rows: LedgerRow[];
+  /** Did this event bring the proposal into its state (a repeat), or does it just stay (defer)? */
+  entered: boolean;
 }
 
 export interface Commit {
@@ -32,6 +31,7 @@ export interface Commit {
   event: string;
   proposal: Proposal;
   rows: LedgerRow[];
+  moves: EntryMove[];
 }
 
 export type Decision = Refusal | Repeat | Commit;
@@ -101,7 +101,7 @@ export function decide(lifecycle: Lifecycle, input: DecideInput): Decision {
       return { kind: 'refused', code: 'ensures', message: `${input.label} (${status}): the result of ${event} fails the ${taken.ensures} schema`, details: problems };
     }
   }
-  return { kind: 'commit', transition: taken, from: status, to, event, proposal: effects.proposal, rows: effects.rows };
+  return { kind: 'commit', transition: taken, from: status, to, event, proposal: effects.proposal, rows: effects.rows, moves: effects.moves };
 }
 
 /**
@@ -111,7 +111,7 @@ export function decide(lifecycle: Lifecycle, input: DecideInput): Decision {
  */
 function decideRepeat(lifecycle: Lifecycle, input: DecideInput, status: string, taken: Transition): Decision {
   const entering = lifecycle.transitions.find((t) => t.event === input.event && t.target === status && t.from !== status);
-  if (!entering) return { kind: 'repeat', transition: taken, rows: [] };
+  if (!entering) return { kind: 'repeat', transition: taken, entered: false };
   const replay = applyOperations(input.proposal, effectOperations(lifecycle, entering.effects), {
     args: input.args,
     now: input.now,
@@ -138,7 +138,7 @@ function decideRepeat(lifecycle: Lifecycle, input: DecideInput, status: string, 
       message: `${input.label} is already ${status} ${taken.message ?? 'with different values'}`,
     };
   }
-  return { kind: 'repeat', transition: taken, entering, rows: replay.rows };
+  return { kind: 'repeat', transition: taken, entered: true };
 }
 
 function sortKeys(value: unknown): unknown {

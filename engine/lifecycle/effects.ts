@@ -1,7 +1,8 @@
 /**
- * Effects: the generic operations a transition applies to a proposal — set, remove, snapshot,
- * restore, append a ledger row — each optionally conditional on a guard. Pure: returns the next
- * proposal and the rows to append; nothing is written here.
+ * Effects: the generic operations a transition applies to a proposal — set, remove, increment,
+ * snapshot, restore, append a ledger row, move the proposal's entry between collections — each
+ * optionally conditional on a guard. Pure: returns the next proposal and the rows and entry
+ * moves to commit with it; nothing is written here.
  */
 import type { Operation } from '../config/types.js';
 import { evaluate, operatorOf } from '../expr/evaluate.js';
@@ -12,8 +13,12 @@ export type Proposal = Record<string, unknown>;
 export interface LedgerRow {
   ledger: string;
   row: Record<string, unknown>;
-  /** The row field that names the proposal, when declared (used to repair a missing row). */
-  key?: string;
+}
+
+/** An entry of the proposal moved from one collection to another (e.g. the pool to an archive). */
+export interface EntryMove {
+  from: string;
+  to: string;
 }
 
 export interface EffectContext {
@@ -28,6 +33,7 @@ export interface EffectContext {
 export interface EffectResult {
   proposal: Proposal;
   rows: LedgerRow[];
+  moves: EntryMove[];
   /** Fields set straight from the clock (ignored when deciding whether a repeat changes anything). */
   clockFields: string[];
 }
@@ -35,6 +41,7 @@ export interface EffectResult {
 export function applyOperations(proposal: Proposal, operations: readonly Operation[], context: EffectContext): EffectResult {
   const next = structuredClone(proposal);
   const rows: LedgerRow[] = [];
+  const moves: EntryMove[] = [];
   const clockFields: string[] = [];
   for (const op of operations) {
     if (op.when !== undefined && !context.guard(op.when, next, context.args)) continue;
@@ -47,6 +54,13 @@ export function applyOperations(proposal: Proposal, operations: readonly Operati
       else setPath(next, op.set, value);
     } else if ('remove' in op) {
       removePath(next, op.remove);
+    } else if ('increment' in op) {
+      // An absent counter is 0; a counter never goes below 0 (a guard refuses that first).
+      const current = getPath(next, op.increment);
+      const base = typeof current === 'number' && Number.isFinite(current) ? current : 0;
+      setPath(next, op.increment, Math.max(0, base + (op.by ?? 1)));
+    } else if ('move' in op) {
+      moves.push({ from: op.move, to: op.to });
     } else if ('snapshot' in op) {
       const value = getPath(next, op.snapshot);
       if (value !== undefined) setPath(next, op.into, structuredClone(value));
@@ -57,8 +71,8 @@ export function applyOperations(proposal: Proposal, operations: readonly Operati
       }
     } else if ('append' in op) {
       const { value } = evaluate(op.row, { root: next, args: context.args, now: context.now });
-      rows.push({ ledger: op.append, row: isObject(value) ? value : {}, ...(op.key ? { key: op.key } : {}) });
+      rows.push({ ledger: op.append, row: isObject(value) ? value : {} });
     }
   }
-  return { proposal: next, rows, clockFields };
+  return { proposal: next, rows, moves, clockFields };
 }

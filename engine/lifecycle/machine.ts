@@ -20,6 +20,8 @@ export interface Transition {
   idempotent?: { same?: string[] };
   message?: string;
   description?: string;
+  /** Event arguments recorded in the audit row. */
+  recordArgs?: string[];
 }
 
 export interface Lifecycle {
@@ -52,6 +54,7 @@ export function normalizeTransitions(from: string, event: string, raw: string | 
     ...(def.idempotent !== undefined ? { idempotent: def.idempotent === true ? {} : def.idempotent } : {}),
     ...(def.message !== undefined ? { message: def.message } : {}),
     ...(def.description !== undefined ? { description: def.description } : {}),
+    ...(def.record_args !== undefined ? { recordArgs: def.record_args } : {}),
   }));
 }
 

@@ -6,7 +6,7 @@
  * Without the cache (`--no-cache`) nothing is read from it or written to it.
  */
 import type { Usage } from '../jury/verdict.js';
-import type { Store } from '../store/types.js';
+import type { AnswerCache } from '../store/types.js';
 import { extractJson } from './extract-json.js';
 import { DEFAULT_MAX_ANSWER_BYTES, type Provider, type ProviderRequest } from './types.js';
 
@@ -41,7 +41,7 @@ function parse(text: string, maxBytes: number): { ok: true; value: unknown } | {
   return extracted.ok ? extracted : { ok: false, reason: `the answer is not JSON (${extracted.reason})` };
 }
 
-export async function callProvider(store: Store, provider: Provider, request: ProviderRequest, options: CallOptions): Promise<Called> {
+export async function callProvider(cache: AnswerCache, provider: Provider, request: ProviderRequest, options: CallOptions): Promise<Called> {
   const maxBytes = options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES;
   const noop = async () => {};
   if (provider.deterministic) {
@@ -53,7 +53,7 @@ export async function callProvider(store: Store, provider: Provider, request: Pr
   }
   const key = cacheKey(provider, request.prompt, options.seat);
   if (options.useCache) {
-    const hit = await store.cacheGet(key);
+    const hit = await cache.get(key);
     if (isCachedAnswer(hit)) {
       const parsed = parse(hit.text, maxBytes);
       if (parsed.ok) return { ok: true, value: parsed.value, usage: hit.usage, cached: true, keep: noop };
@@ -65,6 +65,6 @@ export async function callProvider(store: Store, provider: Provider, request: Pr
   if (text.trim() === '') return { ok: false, kind: 'outage', reason: `${provider.kind} provider "${provider.name}" answered nothing` };
   const parsed = parse(text, maxBytes);
   if (!parsed.ok) return { ok: false, kind: 'invalid', reason: parsed.reason };
-  const keep = options.useCache ? () => store.cachePut(key, { text, usage: result.usage } satisfies CachedAnswer) : noop;
+  const keep = options.useCache ? () => cache.put(key, { text, usage: result.usage } satisfies CachedAnswer) : noop;
   return { ok: true, value: parsed.value, usage: result.usage, cached: false, keep };
 }

@@ -5,15 +5,16 @@
  * `pipeline judge --verdicts` (verdicts produced elsewhere); both go through `decideAndCommit`.
  */
 import { formatFindings } from '../config/findings.js';
-import type { JudgeStageDef, Rubric } from '../config/types.js';
-import type { Actor, Engine } from '../engine.js';
+import type { Pipeline } from '../config/load.js';
+import type { JudgeStageDef, PromoteStageDef, Rubric } from '../config/types.js';
+import type { Actor, Engine, Extend } from '../engine.js';
 import { renderTemplate } from '../expr/template.js';
 import { decideJury, noJuryVerdict, type JuryVerdict } from '../jury/gate.js';
 import { checkVerdict, type Usage, type Verdict } from '../jury/verdict.js';
 import { refused, type Outcome } from '../outcome.js';
 import type { ProviderSource } from '../providers/index.js';
 import { callProvider } from '../providers/call.js';
-import type { Stored } from '../store/types.js';
+import type { Lease, Stored } from '../store/types.js';
 import { getPath } from '../util/json-path.js';
 import { listWords } from '../util/suggest.js';
 
@@ -32,8 +33,27 @@ export function planFor(engine: Engine, stage: JudgeStageDef, stored: Stored): J
   return { kind: 'jury', rubric };
 }
 
+/** The judge stages whose verdicts lead into `status` (their pass or fail event targets it). */
+export function judgeStagesInto(pipeline: Pipeline, status: string): JudgeStageDef[] {
+  return pipeline.stages.filter((stage): stage is JudgeStageDef => {
+    if (stage.kind !== 'judge') return false;
+    return pipeline.lifecycle.transitions.some((t) => t.from === stage.from && t.target === status && (t.event === stage.events.pass || t.event === stage.events.fail));
+  });
+}
+
+/** The proposal field (and event argument) that holds a judge stage's verdict. */
+export function verdictField(stage: JudgeStageDef): string {
+  return stage.verdict ?? 'verdict';
+}
+
+/** The stage a judge stage hands its verdicts to (`then:`), resolved by name. */
+export function thenStage(pipeline: Pipeline, stage: JudgeStageDef): PromoteStageDef | undefined {
+  const then = stage.then === undefined ? undefined : pipeline.stages.find((candidate) => candidate.name === stage.then);
+  return then?.kind === 'promote' ? then : undefined;
+}
+
 /** Status and schema checks that come before any jury (a file edited by hand must not reach the pool). */
-export function precheck(engine: Engine, stage: JudgeStageDef, stored: Stored): Outcome | undefined {
+export function checkJudgeable(engine: Engine, stage: JudgeStageDef, stored: Stored): Outcome | undefined {
   const status = String(stored.proposal['status']);
   if (status !== stage.from) return refused('status', `${stored.id} is ${status}; only ${stage.from} proposals are judged`, undefined, stored.id);
   if (stage.revalidate) {
@@ -43,27 +63,53 @@ export function precheck(engine: Engine, stage: JudgeStageDef, stored: Stored): 
   return undefined;
 }
 
+/** What the promotion that follows a verdict did (SPEC §5.4: a failure leaves the verdict as it is). */
+export interface FollowUp {
+  stage: string;
+  promoted: boolean;
+  failure?: string;
+  warnings: string[];
+}
+
 export interface JudgeResult {
   outcome: Outcome;
   /** The verdict's judges' usage (tokens actually spent in this run; cached answers excluded). */
   spent: Usage[];
   verdict?: JuryVerdict;
+  /** Set when the stage hands verdicts on (`then:`) and a verdict was committed. */
+  followUp?: FollowUp;
+}
+
+export interface CommitOptions {
+  actor: Actor;
+  /** The run's lease on the proposal. */
+  lease?: Lease;
+  /** What follows the verdict in the same commit (its promotion), and where it reports. */
+  then?: { extend: Extend; report: FollowUp };
 }
 
 /** Commit a decided verdict (or report the proposal unjudged), only if it is still as read. */
-export async function decideAndCommit(engine: Engine, stage: JudgeStageDef, stored: Stored, plan: JudgePlan, judges: Verdict[], actor: Actor): Promise<Outcome & { verdict?: JuryVerdict }> {
+export async function decideAndCommit(engine: Engine, stage: JudgeStageDef, stored: Stored, plan: JudgePlan, judges: Verdict[], options: CommitOptions): Promise<Omit<JudgeResult, 'spent'>> {
   let verdict: JuryVerdict;
-  if (plan.kind === 'refused') return refused('no_rubric', plan.message, undefined, stored.id);
+  if (plan.kind === 'refused') return { outcome: refused('no_rubric', plan.message, undefined, stored.id) };
   if (plan.kind === 'no_jury') verdict = noJuryVerdict(plan.reason);
   else {
     const decision = decideJury(plan.rubric, judges);
-    if (!decision.ok) return { kind: 'unjudged', id: stored.id, reason: decision.reason };
+    if (!decision.ok) return { outcome: { kind: 'unjudged', id: stored.id, reason: decision.reason } };
     verdict = decision.verdict;
   }
   const event = verdict.passed ? stage.events.pass : stage.events.fail;
-  const outcome = await engine.applyTo(stored, event, { verdict }, { stage: stage.name, actor });
-  if (outcome.kind === 'refused' && outcome.code === 'changed') return { kind: 'unjudged', id: stored.id, reason: 'the proposal changed while it was being judged' };
-  return { ...outcome, verdict };
+  const outcome = await engine.applyTo(stored, event, { [verdictField(stage)]: verdict }, {
+    stage: stage.name,
+    actor: options.actor,
+    ...(options.lease ? { lease: options.lease } : {}),
+    ...(options.then ? { extend: options.then.extend } : {}),
+  });
+  if (outcome.kind === 'refused' && (outcome.code === 'changed' || outcome.code === 'lease')) {
+    const reason = outcome.code === 'lease' ? "the run's lease on it expired while it was being judged" : 'the proposal changed while it was being judged';
+    return { outcome: { kind: 'unjudged', id: stored.id, reason }, verdict };
+  }
+  return { outcome, verdict, ...(options.then && outcome.kind === 'committed' ? { followUp: options.then.report } : {}) };
 }
 
 export interface PanelOptions {
@@ -96,7 +142,7 @@ export async function runPanel(engine: Engine, stage: JudgeStageDef, stored: Sto
     rubric.judge_types.map(async (seat, position) => {
       const provider = options.providers.get(stage.judges[seat]!);
       const prompt = renderTemplate(stage.prompts?.[seat] ?? '', promptScope(engine, stage, stored, rubric, seat));
-      const result = await callProvider(engine.store, provider, {
+      const result = await callProvider(engine.store.cache, provider, {
         purpose: 'judge',
         prompt,
         input: { proposal: stored.proposal, rubric, criteria: rubric.criteria.map((criterion) => criterion.name), judge_type: seat },
@@ -120,14 +166,11 @@ export async function runPanel(engine: Engine, stage: JudgeStageDef, stored: Sto
 export type Judgement = { kind: 'done'; result: JudgeResult } | { kind: 'decided'; spent: Usage[]; commit: () => Promise<JudgeResult> };
 
 /** Everything before the commit: checks, rubric, and the panel's answers. */
-export async function judgePanel(engine: Engine, stage: JudgeStageDef, stored: Stored, options: PanelOptions & { actor: Actor }): Promise<Judgement> {
-  const early = precheck(engine, stage, stored);
+export async function judgePanel(engine: Engine, stage: JudgeStageDef, stored: Stored, options: PanelOptions & CommitOptions): Promise<Judgement> {
+  const early = checkJudgeable(engine, stage, stored);
   if (early) return { kind: 'done', result: { outcome: early, spent: [] } };
   const plan = planFor(engine, stage, stored);
-  const commit = (judges: Verdict[], spent: Usage[]) => async (): Promise<JudgeResult> => {
-    const outcome = await decideAndCommit(engine, stage, stored, plan, judges, options.actor);
-    return { outcome, spent, ...(outcome.verdict ? { verdict: outcome.verdict } : {}) };
-  };
+  const commit = (judges: Verdict[], spent: Usage[]) => async (): Promise<JudgeResult> => ({ ...(await decideAndCommit(engine, stage, stored, plan, judges, options)), spent });
   if (plan.kind !== 'jury') return { kind: 'decided', spent: [], commit: commit([], []) };
   const panel = await runPanel(engine, stage, stored, plan.rubric, options);
   if (!panel.ok) return { kind: 'done', result: { outcome: { kind: 'unjudged', id: stored.id, reason: panel.reason }, spent: panel.spent } };
@@ -135,7 +178,7 @@ export async function judgePanel(engine: Engine, stage: JudgeStageDef, stored: S
 }
 
 /** Judge one proposal with the configured providers. */
-export async function judgeWithProviders(engine: Engine, stage: JudgeStageDef, stored: Stored, options: PanelOptions & { actor: Actor }): Promise<JudgeResult> {
+export async function judgeWithProviders(engine: Engine, stage: JudgeStageDef, stored: Stored, options: PanelOptions & CommitOptions): Promise<JudgeResult> {
   const judgement = await judgePanel(engine, stage, stored, options);
   return judgement.kind === 'done' ? judgement.result : judgement.commit();
 }
@@ -144,8 +187,8 @@ export async function judgeWithProviders(engine: Engine, stage: JudgeStageDef, s
  * Judge one proposal with verdicts produced elsewhere: a strict JSON array; anything else — not
  * an array, an element that is not an object, a verdict that fails validation — is unjudged.
  */
-export async function judgeWithVerdicts(engine: Engine, stage: JudgeStageDef, stored: Stored, input: { ok: true; value: unknown } | { ok: false; reason: string }, actor: Actor): Promise<JudgeResult> {
-  const early = precheck(engine, stage, stored);
+export async function judgeWithVerdicts(engine: Engine, stage: JudgeStageDef, stored: Stored, input: { ok: true; value: unknown } | { ok: false; reason: string }, options: CommitOptions): Promise<JudgeResult> {
+  const early = checkJudgeable(engine, stage, stored);
   if (early) return { outcome: early, spent: [] };
   // The input's shape is checked whatever the rubric: bad input is never a decision, even for a
   // tier that runs no jury.
@@ -163,6 +206,5 @@ export async function judgeWithVerdicts(engine: Engine, stage: JudgeStageDef, st
       judges.push(checked.verdict);
     }
   }
-  const outcome = await decideAndCommit(engine, stage, stored, plan, judges, actor);
-  return { outcome, spent: [], ...(outcome.verdict ? { verdict: outcome.verdict } : {}) };
+  return { ...(await decideAndCommit(engine, stage, stored, plan, judges, options)), spent: [] };
 }

@@ -1,70 +1,174 @@
 /**
  * The promote stage (SPEC §5.6): the terminal record of a judged proposal — a pool entry or a
- * ledger row, mapped in YAML — lands first, and only then is the stamp (promoted_at) committed.
- * Idempotent: an entry or row is never written twice; a stamped proposal is a no-op success.
+ * ledger row, mapped in YAML — and the stamp (promoted_at), committed together with its audit
+ * row, so neither is ever written without the other. Idempotent: a stamped proposal is a no-op
+ * success, and an entry or row already there (a promotion finished by hand) is never written
+ * twice.
+ *
+ * Promote trusts nothing it did not decide: the proposal must still satisfy the schema its judge
+ * stage checks, its recorded verdict must pass or fail the gate exactly as recorded, and its
+ * history must show the judging transition — a hand-written "approved" file never reaches the pool.
  */
-import type { PromoteStageDef } from '../config/types.js';
+import { formatFindings } from '../config/findings.js';
+import type { JudgeStageDef, PromoteStageDef } from '../config/types.js';
 import type { Actor, Engine } from '../engine.js';
 import { evaluate, secretsUsed } from '../expr/evaluate.js';
+import { decideJury, TOLERANCE } from '../jury/gate.js';
+import { checkVerdict, type Verdict } from '../jury/verdict.js';
+import type { Proposal } from '../lifecycle/effects.js';
 import { refused, type Outcome } from '../outcome.js';
 import { readSecret } from '../secrets.js';
-import type { Stored } from '../store/types.js';
-import { hasPath, setPath } from '../util/json-path.js';
+import type { AuditRow, EntryWrite, Lease, LedgerWrite, Stored } from '../store/types.js';
+import { getPath, hasPath, isObject, setPath } from '../util/json-path.js';
 import { listWords } from '../util/suggest.js';
+import { judgeStagesInto, planFor } from './judge.js';
 
 export interface PromoteResult {
   outcome: Outcome;
   warnings: string[];
 }
 
+/** Everything a promotion adds to a commit. */
+export interface Promotion {
+  next: Proposal;
+  audit: AuditRow;
+  ledger: LedgerWrite[];
+  entries: EntryWrite[];
+}
+
+export type PromotionPlan = { ok: true; promotion: Promotion; warnings: string[] } | { ok: false; outcome: Outcome; warnings: string[] };
+
 export function promotableStates(stage: PromoteStageDef): string[] {
   return Object.keys(stage.outcomes);
 }
 
-export async function promote(engine: Engine, stage: PromoteStageDef, stored: Stored, actor: Actor): Promise<PromoteResult> {
-  const { id, proposal } = stored;
+/**
+ * Why the recorded decision cannot be trusted, or undefined when it can: the judge stage that
+ * leads into the proposal's status must have decided it exactly as recorded.
+ */
+async function distrust(engine: Engine, id: string, proposal: Proposal, status: string, judgedNow: boolean): Promise<string | undefined> {
+  const judges = judgeStagesInto(engine.pipeline, status);
+  if (judges.length === 0) return undefined; // no jury decides this status: nothing to re-check
+  const reasons: string[] = [];
+  for (const judge of judges) {
+    const reason = await distrustBy(engine, judge, id, proposal, status, judgedNow);
+    if (reason === undefined) return undefined;
+    reasons.push(reason);
+  }
+  return reasons[0];
+}
+
+async function distrustBy(engine: Engine, judge: JudgeStageDef, id: string, proposal: Proposal, status: string, judgedNow: boolean): Promise<string | undefined> {
+  if (judge.revalidate) {
+    // The status is the judged one, the rest must be what the jury saw.
+    const findings = engine.pipeline.schemas.check(judge.revalidate, { ...proposal, status: judge.from });
+    if (findings.length) return `it fails the ${judge.revalidate} schema (${formatFindings(findings).slice(0, 3).join('; ')})`;
+  }
+  const field = judge.verdict ?? 'verdict';
+  const verdict = getPath(proposal, field);
+  if (!isObject(verdict) || typeof verdict['passed'] !== 'boolean') return `it has no recorded ${field}`;
+  const passTarget = engine.pipeline.lifecycle.transitions.find((t) => t.from === judge.from && t.event === judge.events.pass)?.target;
+  if ((status === passTarget) !== verdict['passed']) return `its ${field} says passed: ${String(verdict['passed'])}, which does not lead to ${status}`;
+  const plan = planFor(engine, judge, { id, proposal, version: '' });
+  if (plan.kind === 'refused') return plan.message;
+  if (plan.kind === 'no_jury') {
+    if (verdict['rubric_id'] !== null || verdict['reason'] !== plan.reason || verdict['passed'] !== true) return `its ${field} is not the no-jury decision its ${judge.rubric.by} calls for`;
+  } else {
+    if (verdict['rubric_id'] !== plan.rubric.id) return `its ${field} was not decided under rubric ${plan.rubric.id}`;
+    const judgesRaw = Array.isArray(verdict['judges']) ? verdict['judges'] : [];
+    const clean: Verdict[] = [];
+    for (const raw of judgesRaw) {
+      const checked = checkVerdict(raw, plan.rubric);
+      if (!checked.ok) return `its ${field} holds an unusable judge verdict (${checked.reason})`;
+      clean.push(checked.verdict);
+    }
+    const again = decideJury(plan.rubric, clean);
+    if (!again.ok) return `its ${field} could not have been decided (${again.reason})`;
+    const recordedScore = verdict['aggregate_score'];
+    const sameScore = typeof recordedScore === 'number' && Math.abs(recordedScore - (again.verdict.aggregate_score ?? Number.NaN)) <= TOLERANCE;
+    if (again.verdict.passed !== verdict['passed'] || again.verdict.reason !== verdict['reason'] || !sameScore) {
+      return `its ${field} does not match the gate (recomputed: ${again.verdict.reason}, recorded: ${String(verdict['reason'])})`;
+    }
+  }
+  if (!judgedNow && !(await judgedInHistory(engine, judge, id, status))) return 'no judging in its history: written by hand?';
+  return undefined;
+}
+
+/** Does the audit log show the judge stage's transition into `status` as the last change of status? */
+async function judgedInHistory(engine: Engine, judge: JudgeStageDef, id: string, status: string): Promise<boolean> {
+  const judged = (row: { event: string; from: string | null; to: string }) => row.to === status && row.from === judge.from && (row.event === judge.events.pass || row.event === judge.events.fail);
+  const last = await engine.store.lastAudit(id);
+  if (last === undefined) return false;
+  if (judged(last)) return true;
+  // Rows that keep the status (a promotion, an outcome) may follow the verdict: read the history.
+  let latest: { event: string; from: string | null; to: string } | undefined;
+  for await (const row of engine.store.audit({ id })) if (row.from !== row.to) latest = row;
+  return latest !== undefined && judged(latest);
+}
+
+/**
+ * Plan the promotion of a proposal as it is (or as a verdict just left it, `judgedNow`): the
+ * entry or row, the stamp and the audit row — or the outcome when there is nothing to do.
+ */
+export async function planPromotion(engine: Engine, stage: PromoteStageDef, id: string, proposal: Proposal, actor: Actor, options: { judgedNow?: boolean } = {}): Promise<PromotionPlan> {
   const status = String(proposal['status']);
   const outcome = stage.outcomes[status];
-  if (!outcome) return { outcome: refused('status', `${id} is ${status}; only ${listWords(promotableStates(stage))} proposals are promoted`, undefined, id), warnings: [] };
+  const warnings: string[] = [];
+  if (!outcome) return { ok: false, outcome: refused('status', `${id} is ${status}; only ${listWords(promotableStates(stage))} proposals are promoted`, undefined, id), warnings };
   if (hasPath(proposal, stage.stamp)) {
-    // A person repeating promote finishes a crash between the stamp and its audit row (batch
-    // runs repair these all at once before they start).
-    if (actor === 'cli' && (await engine.store.lastAudit(id))?.event !== 'promote') {
-      await engine.store.locked(id, async () => {
-        if ((await engine.store.lastAudit(id))?.event !== 'promote') await engine.store.appendAudit({ at: engine.now(), id, event: 'promote', from: status, to: status, stage: stage.name, actor });
-      });
-    }
-    return { outcome: { kind: 'unchanged', id, event: 'promote', status, proposal, message: `${id} is already promoted; nothing changed` }, warnings: [] };
+    const message = outcome.append ? `${id} is already promoted (${status}): its ${outcome.append} row is already recorded; nothing changed` : `${id} is already promoted; nothing changed`;
+    return { ok: false, outcome: { kind: 'unchanged', id, event: 'promote', status, proposal, message }, warnings };
   }
   const expr = outcome.entry ?? outcome.row ?? {};
+  // What the record needs comes first (it says what to fix); the secrets are not needed for that.
+  const placeholders = Object.fromEntries([...secretsUsed(expr)].map((name) => [name, '']));
+  const needs = evaluate(expr, { root: proposal, now: '', secrets: placeholders }).missing;
+  if (needs.length) {
+    return { ok: false, outcome: refused('missing_fields', `${id} (${status}) was not promoted: it has no ${listWords([...new Set(needs)], 'and')}`, undefined, id), warnings };
+  }
+  const distrusted = await distrust(engine, id, proposal, status, options.judgedNow ?? false);
+  if (distrusted) return { ok: false, outcome: refused('untrusted', `${id} (${status}) was not promoted: ${distrusted}`, undefined, id), warnings };
   const secrets: Record<string, string> = {};
-  const warnings: string[] = [];
   for (const name of secretsUsed(expr)) {
     const def = engine.pipeline.def.secrets?.[name];
-    if (!def) return { outcome: refused('secret', `secret ${name} is not declared`, undefined, id), warnings };
+    if (!def) return { ok: false, outcome: refused('secret', `secret ${name} is not declared`, undefined, id), warnings };
     const secret = await readSecret(name, def, engine.env);
-    if (!secret.ok) return { outcome: refused('secret', `${id} (${status}) was not promoted: ${secret.message}`, undefined, id), warnings };
+    if (!secret.ok) return { ok: false, outcome: refused('secret', `${id} (${status}) was not promoted: ${secret.message}`, undefined, id), warnings };
     warnings.push(...secret.warnings);
     secrets[name] = secret.value;
   }
   const now = engine.now();
   const { value, missing } = evaluate(expr, { root: proposal, now, secrets });
   if (missing.length) {
-    return { outcome: refused('missing_fields', `${id} (${status}) was not promoted: it has no ${listWords([...new Set(missing)], 'and')}`, undefined, id), warnings };
-  }
-  if (outcome.write) {
-    await engine.store.writeEntry(outcome.write, id, value);
-  } else if (outcome.append && outcome.key) {
-    const { append, key } = outcome;
-    const row = value as Record<string, unknown>;
-    // Checked and appended under the proposal's lock: two promoters never both append the row.
-    await engine.store.locked(id, async () => {
-      if (!(await engine.store.ledgerHas(append, key, row[key]))) await engine.store.appendLedger(append, row);
-    });
+    return { ok: false, outcome: refused('missing_fields', `${id} (${status}) was not promoted: it has no ${listWords([...new Set(missing)], 'and')}`, undefined, id), warnings };
   }
   const next = structuredClone(proposal);
   setPath(next, stage.stamp, now);
-  const committed = await engine.store.commit(id, stored.version, next, { at: now, id, event: 'promote', from: status, to: status, stage: stage.name, actor }, []);
+  const promotion: Promotion = {
+    next,
+    audit: { at: now, id, event: 'promote', from: status, to: status, stage: stage.name, actor },
+    ledger: outcome.append ? [{ ledger: outcome.append, row: value as Record<string, unknown>, ...(outcome.key ? { once: outcome.key } : {}) }] : [],
+    entries: outcome.write ? [{ op: 'put', collection: outcome.write, id, entry: value }] : [],
+  };
+  return { ok: true, promotion, warnings };
+}
+
+/** Promote one stored proposal in its own commit. */
+export async function promote(engine: Engine, stage: PromoteStageDef, stored: Stored, actor: Actor, lease?: Lease): Promise<PromoteResult> {
+  const { id, proposal } = stored;
+  const plan = await planPromotion(engine, stage, id, proposal, actor);
+  if (!plan.ok) return { outcome: plan.outcome, warnings: plan.warnings };
+  const { promotion, warnings } = plan;
+  const committed = await engine.store.commit({
+    id,
+    version: stored.version,
+    next: promotion.next,
+    audit: [promotion.audit],
+    ledger: promotion.ledger,
+    entries: promotion.entries,
+    ...(lease ? { lease } : {}),
+  });
+  const status = String(proposal['status']);
   if (!committed.ok) {
     // Another promoter may have stamped it meanwhile: then this is the no-op success it looks like.
     const again = await engine.store.read(id);
@@ -72,20 +176,7 @@ export async function promote(engine: Engine, stage: PromoteStageDef, stored: St
       return { outcome: { kind: 'unchanged', id, event: 'promote', status, proposal: again.stored.proposal, message: `${id} is already promoted; nothing changed` }, warnings };
     }
     const current = again.kind === 'found' ? String(again.stored.proposal['status']) : 'missing';
-    return { outcome: refused('changed', `${id} (now ${current}) changed while it was being promoted; its record is written, run promote again to stamp it`, undefined, id), warnings };
+    return { outcome: refused('changed', `${id} (now ${current}) changed while it was being promoted; nothing was written, run promote again`, undefined, id), warnings };
   }
-  return { outcome: { kind: 'committed', id, event: 'promote', from: status, to: status, proposal: next, version: committed.version }, warnings };
-}
-
-/**
- * Promote a proposal right after its verdict was committed. A failure is reported (`failure`),
- * never thrown: it leaves the verdict as it is and does not change the exit code (SPEC §5.4).
- */
-export async function promoteAfterVerdict(engine: Engine, stage: PromoteStageDef, verdict: Extract<Outcome, { kind: 'committed' }>, actor: Actor): Promise<{ warnings: string[]; failure?: string }> {
-  try {
-    const { outcome, warnings } = await promote(engine, stage, { id: verdict.id, proposal: verdict.proposal, version: verdict.version }, actor);
-    return outcome.kind === 'refused' ? { warnings, failure: outcome.message } : { warnings };
-  } catch (error) {
-    return { warnings: [], failure: error instanceof Error ? error.message : String(error) };
-  }
+  return { outcome: { kind: 'committed', id, event: 'promote', from: status, to: status, proposal: promotion.next, version: committed.version, audit: [promotion.audit] }, warnings };
 }

@@ -25,14 +25,19 @@ export interface SourceRecord {
   id?: string;
 }
 
-/** Read the source directory: records sorted by the declared fields, then key; bad files reported. */
-export function readSources(dir: string, stage: TransformStageDef): { records: SourceRecord[]; problems: string[] } {
+/**
+ * Read the source directory: records sorted by the declared fields, then key; bad files reported.
+ * `unreadable` says why the directory itself cannot be read (a run then refuses: exit 1).
+ */
+export function readSources(dir: string, stage: TransformStageDef): { records: SourceRecord[]; problems: string[]; unreadable?: string } {
   const problems: string[] = [];
   let names: string[];
   try {
     names = readdirSync(dir).filter((name) => name.endsWith('.json')).sort();
   } catch (error) {
-    return { records: [], problems: [`cannot read the source directory ${dir}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'it does not exist' : (error as Error).message}`] };
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'it does not exist' : code === 'ENOTDIR' ? 'it is not a directory' : (error as Error).message;
+    return { records: [], problems: [], unreadable: `cannot read the source directory ${dir}: ${why}` };
   }
   const records: SourceRecord[] = [];
   for (const name of names) {
@@ -106,7 +111,7 @@ export async function transformOne(engine: Engine, stage: TransformStageDef, sou
   if (await engine.keyHandled(key)) return { kind: 'skipped', reason: 'handled' };
   if (!pregatePasses(stage, record)) return { kind: 'skipped', reason: 'pregate' };
   const provider = options.providers.get(stage.provider);
-  const called = await callProvider(engine.store, provider, {
+  const called = await callProvider(engine.store.cache, provider, {
     purpose: 'transform',
     prompt: renderTemplate(stage.prompt ?? '', { record }),
     input: { record },

@@ -1,12 +1,13 @@
 /**
  * The last audit row (event and target) of every proposal, kept as a cache beside the audit log
- * and brought up to date by reading only what was appended since: a batch run's crash repair
- * then costs the new rows, not the whole log. The log is append-only; a log that shrank or was
- * replaced is read again from the start. Never required for correctness.
+ * and brought up to date by reading only what was appended since, so asking "what was the last
+ * transition of each proposal?" costs the new rows, not the whole log. The log is append-only;
+ * a log that shrank or was replaced is read again from the start. Never required for
+ * correctness: delete the cache and it is rebuilt.
  */
-import { mkdirSync, openSync, closeSync, fstatSync, readFileSync, readSync } from 'node:fs';
+import { lstatSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { writeFileAtomic } from './files.js';
+import { readRegular, readRegularFrom, writeFileAtomic } from './files.js';
 
 const FORMAT = 'pipeline-audit-index 1';
 
@@ -14,12 +15,13 @@ export type LastAudits = Map<string, { event: string; to: string }>;
 
 function loadCache(file: string): { ino: number; offset: number; last: LastAudits } {
   const last: LastAudits = new Map();
-  let text: string;
+  let text: string | undefined;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readRegular(file);
   } catch {
-    return { ino: 0, offset: 0, last };
+    text = undefined;
   }
+  if (text === undefined) return { ino: 0, offset: 0, last };
   const lines = text.split('\n');
   const header = /^pipeline-audit-index 1\t(\d+)\t(\d+)$/.exec(lines[0] ?? '');
   if (!header) return { ino: 0, offset: 0, last };
@@ -28,14 +30,6 @@ function loadCache(file: string): { ino: number; offset: number; last: LastAudit
     if (id && event !== undefined && to !== undefined) last.set(id, { event, to });
   }
   return { ino: Number(header[1]), offset: Number(header[2]), last };
-}
-
-/** Read `log` from `offset`; returns the complete lines' text and the bytes they take. */
-function readTail(fd: number, offset: number, size: number): { text: string; bytes: number } {
-  const buffer = Buffer.alloc(size - offset);
-  readSync(fd, buffer, 0, buffer.length, offset);
-  const end = buffer.lastIndexOf(0x0a) + 1;
-  return { text: buffer.subarray(0, end).toString('utf8'), bytes: end };
 }
 
 /** What a process keeps between calls: the index as of `offset`, and how much is not saved yet. */
@@ -49,40 +43,31 @@ const SAVE_AFTER_ROWS = 2000;
 
 /**
  * The last audit row of every proposal, reading only what was appended since the last call of
- * this process (or since the saved cache). `save` writes the cache back now (batch runs);
- * otherwise it is written once enough new rows were read.
+ * this process (or since the saved cache). `save` writes the cache back now; otherwise it is
+ * written once enough new rows were read.
  */
 export async function readAuditIndex(log: string, cacheFile: string, memo: AuditMemo, save = false): Promise<LastAudits> {
-  let fd: number;
-  try {
-    fd = openSync(log, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return new Map();
-    throw error;
-  }
+  const stat = lstatSync(log, { throwIfNoEntry: false });
+  if (!stat || !stat.isFile()) return new Map();
   let cache = memo.cache ?? loadCache(cacheFile);
   let added = 0;
-  try {
-    const { size, ino } = fstatSync(fd);
-    if (ino !== cache.ino || size < cache.offset) cache = { ino, offset: 0, last: new Map() };
-    if (size > cache.offset) {
-      const { text, bytes } = readTail(fd, cache.offset, size);
-      for (const line of text.split('\n')) {
-        if (!line) continue;
-        try {
-          const row = JSON.parse(line) as { id?: unknown; event?: unknown; to?: unknown };
-          if (typeof row.id === 'string' && typeof row.event === 'string' && typeof row.to === 'string') {
-            cache.last.set(row.id, { event: row.event, to: row.to });
-            added++;
-          }
-        } catch {
-          // a torn line is not a row
+  if (stat.ino !== cache.ino || stat.size < cache.offset) cache = { ino: stat.ino, offset: 0, last: new Map() };
+  if (stat.size > cache.offset) {
+    const tail = readRegularFrom(log, cache.offset);
+    const end = tail.lastIndexOf(0x0a) + 1;
+    for (const line of tail.subarray(0, end).toString('utf8').split('\n')) {
+      if (!line) continue;
+      try {
+        const row = JSON.parse(line) as { id?: unknown; event?: unknown; to?: unknown };
+        if (typeof row.id === 'string' && typeof row.event === 'string' && typeof row.to === 'string') {
+          cache.last.set(row.id, { event: row.event, to: row.to });
+          added++;
         }
+      } catch {
+        // a torn line is not a row
       }
-      cache.offset += bytes;
     }
-  } finally {
-    closeSync(fd);
+    cache.offset += end;
   }
   memo.cache = cache;
   memo.unsaved += added;
@@ -94,7 +79,7 @@ export async function readAuditIndex(log: string, cacheFile: string, memo: Audit
       mkdirSync(path.dirname(cacheFile), { recursive: true });
       await writeFileAtomic(cacheFile, `${lines.join('\n')}\n`, { durable: false });
     } catch {
-      // an unwritable cache only makes the next run slower
+      // an unwritable cache (a read-only store) only makes the next call slower
     }
   }
   return cache.last;

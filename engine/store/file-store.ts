@@ -1,34 +1,62 @@
 /**
  * The shipped store: a directory of JSON files (SPEC §4).
  *
- *   proposals/<id>.json   one file per proposal, every status, never deleted
- *   <collection>/<id>.json  entries written once (the pool: approved/)
- *   <ledger>.jsonl        append-only ledgers, events.jsonl the audit log
- *   cache/                validated model answers
- *   .index/ .locks/ .claims/   caches and coordination; safe to delete when nothing runs
+ *   proposals/<id>.json     one file per proposal, every status, never deleted
+ *   <collection>/<id>.json  pool entries (approved/, archived/), written once, moved byte for byte
+ *   <ledger>.jsonl          append-only ledgers; events.jsonl is the audit log
+ *   cache/                  validated model answers
+ *   .journal/ .owners/ .locks/ .claims/ .index/   coordination and caches
+ *
+ * A commit lands whole: its intent goes to the process's journal (durable) before anything else
+ * is touched, then the proposal file, its pool entries, its ledger rows and — last — its audit
+ * rows are written. A crash at any point leaves an intent the next writer replays (the audit row
+ * tells a finished commit from an unfinished one), so nothing is ever half-recorded.
  */
 import { createHash } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { existsSync, linkSync, lstatSync, mkdirSync, promises as fs, readdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import type { LedgerRow, Proposal } from '../lifecycle/effects.js';
 import { isUlid } from '../util/ids.js';
 import { isObject } from '../util/json-path.js';
-import { appendLine, readFrom, readJsonLines, readTextIfExists, sweepTemps, writeFileAtomic } from './files.js';
-import { isAlive, SELF, type ProcessIdentity } from './process-identity.js';
-import { OwnerFiles } from './owner-files.js';
 import { readAuditIndex, type AuditMemo } from './audit-index.js';
-import { scanProposals } from './proposal-index.js';
+import {
+  appendText,
+  fsyncDir,
+  groupSync,
+  install,
+  isRealDirectory,
+  lastByte,
+  NotRegularFile,
+  parseJsonLines,
+  readRegular,
+  readRegularFrom,
+  sizeOf,
+  sweepTemps,
+  writeFileAtomic,
+  writeTemp,
+} from './files.js';
+import { readIntents, Journal, type EntryIntent, type Intent } from './journal.js';
+import { LedgerIndex } from './ledger-index.js';
+import { ownerFileName, OwnerFiles, type Held } from './owner-files.js';
+import { isAlive, type ProcessIdentity } from './process-identity.js';
+import { scanProposals, type ProposalScan } from './proposal-index.js';
 import {
   serializeProposal,
+  type AnswerCache,
   type AuditRow,
-  type Claim,
+  type Change,
+  type Claimed,
   type CommitResult,
   type Counts,
   type CreateResult,
-  type Listing,
+  type IndexEntry,
+  type Lease,
+  type LedgerWrite,
+  type Listed,
+  type NewProposal,
+  type Query,
+  type Queue,
   type ReadResult,
   type Store,
-  type Stored,
 } from './types.js';
 
 export interface FileStoreOptions {
@@ -37,51 +65,123 @@ export interface FileStoreOptions {
   ledgers: Readonly<Record<string, string>>;
   /** Top-level fields whose presence the status index records (e.g. a promotion stamp). */
   marks?: readonly string[];
+  /** The field that holds a proposal's source key, and the ledgers whose rows also mark a key handled. */
+  key?: { field: string; ledgers: readonly string[] };
   /** How long a claim or lock of a process on another host lasts without renewal (ms). */
   leaseMs?: number;
 }
 
 const AUDIT_FILE = 'events.jsonl';
+const COLLECTION = /^[a-z][a-z0-9_-]{0,63}$/;
+const RESERVED = new Set(['proposals', 'cache']);
+const DOCUMENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,200}$/;
+const STAGE_NAME = /^[a-z][a-z0-9_-]*$/;
 
 function assertId(id: string): void {
   // Callers validate ids for the user's benefit; this guard keeps any path out of the store.
   if (!isUlid(id)) throw new Error(`invalid id: ${JSON.stringify(id)}`);
 }
 
+function assertCollection(collection: string): void {
+  if (!COLLECTION.test(collection) || RESERVED.has(collection)) throw new Error(`invalid collection name: ${JSON.stringify(collection)}`);
+}
+
 function keyFileName(key: string): string {
   return /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$/.test(key) ? key : `~${createHash('sha256').update(key).digest('hex')}`;
 }
 
+/**
+ * Crash tests: `PIPELINE_FAILPOINT=<step>` kills the process (SIGKILL) right after that step of
+ * its first commit — journaled, document, ledger, audit — so the tests crash exactly there.
+ */
+const FAILPOINT = process.env['PIPELINE_FAILPOINT'];
+function failpoint(step: string): void {
+  if (FAILPOINT === step) process.kill(process.pid, 'SIGKILL');
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** What a JSON parse error says, without quoting the text (it may be anything a link pointed at). */
+function describeJsonError(text: string, error: unknown): string {
+  const position = /position (\d+)/.exec((error as Error).message);
+  if (!position) return 'not valid JSON';
+  const before = text.slice(0, Number(position[1]));
+  const line = before.split('\n').length;
+  return `not valid JSON (line ${line}, column ${before.length - before.lastIndexOf('\n')})`;
+}
+
+/** Parse a proposal file: anything but a JSON object is malformed. */
+export function parseStored(id: string, text: string): ReadResult {
+  if (text.trim() === '') return { kind: 'malformed', reason: 'empty file' };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { kind: 'malformed', reason: describeJsonError(text, error) };
+  }
+  if (!isObject(value)) return { kind: 'malformed', reason: 'not a JSON object' };
+  return { kind: 'found', stored: { id, proposal: value, version: text } };
+}
+
+function notRegularReason(error: NotRegularFile): string {
+  return `${error.what}, not a regular file`;
+}
+
 export class FileStore implements Store {
   readonly location: string;
+  readonly cache: AnswerCache;
   private readonly proposalsDir: string;
   private readonly ledgers: Readonly<Record<string, string>>;
   private readonly marks: readonly string[];
-  private readonly made = new Set<string>();
-  /** Per ledger file and field: the values seen so far and how far the file was read. */
-  private readonly auditMemo: AuditMemo = { unsaved: 0 };
-  private readonly ledgerIndex = new Map<string, { offset: number; ino: number; values: Set<string> }>();
+  private readonly key: { field: string; ledgers: readonly string[] } | undefined;
   private readonly owners: OwnerFiles;
+  private readonly ledgerIndex = new LedgerIndex();
+  private readonly auditMemo: AuditMemo = { unsaved: 0 };
+  private readonly checkedDirs = new Set<string>();
+  private readonly freshTails = new Set<string>();
+  private readonly claims = new Map<string, Held>();
+  private readonly queues = new Map<string, string[]>();
+  private journal: Journal | undefined;
+  private recovered: Promise<number> | undefined;
+  private swept = false;
+  /** Owner names seen alive, and when: a live owner is asked again after a second. */
+  private readonly seenAlive = new Map<string, number>();
 
   constructor(options: FileStoreOptions) {
     this.location = path.resolve(options.dir);
     this.proposalsDir = path.join(this.location, 'proposals');
     this.ledgers = options.ledgers;
     this.marks = options.marks ?? [];
+    this.key = options.key;
     this.owners = new OwnerFiles(path.join(this.location, '.owners'), options.leaseMs);
+    this.cache = new FileAnswerCache(path.join(this.location, 'cache'));
   }
 
-  pathOf(collection: string, id?: string): string {
-    const dir = path.join(this.location, collection);
-    if (id === undefined) return dir;
+  async exists(): Promise<boolean> {
+    try {
+      return readdirSync(this.location).length > 0;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const held of this.claims.values()) await held.release();
+    this.claims.clear();
+  }
+
+  // ---------------------------------------------------------------- paths and directories
+
+  private proposalFile(id: string): string {
     assertId(id);
-    return path.join(dir, `${id}.json`);
+    return path.join(this.proposalsDir, `${id}.json`);
   }
 
-  private async ensureDir(dir: string): Promise<void> {
-    if (this.made.has(dir)) return;
-    await fs.mkdir(dir, { recursive: true });
-    this.made.add(dir);
+  private entryFile(collection: string, id: string): string {
+    assertCollection(collection);
+    assertId(id);
+    return path.join(this.location, collection, `${id}.json`);
   }
 
   private ledgerFile(ledger: string): string {
@@ -90,237 +190,185 @@ export class FileStore implements Store {
     return path.join(this.location, name);
   }
 
+  private lockFile(name: string): string {
+    return path.join(this.location, '.locks', name);
+  }
+
+  private claimFile(stage: string, key: string): string {
+    if (!STAGE_NAME.test(stage)) throw new Error(`invalid stage name: ${JSON.stringify(stage)}`);
+    return path.join(this.location, '.claims', stage, isUlid(key) ? key : keyFileName(key));
+  }
+
+  /**
+   * A directory of the store, checked once per process (created when `create`): a link, a file
+   * or anything else in the place of one of its directories is refused, so nothing is ever read
+   * or written through a link out of the store. (The store's own directory may be a link: the
+   * user chose where it lives.)
+   */
+  private dir(dir: string, create: boolean): boolean {
+    if (this.checkedDirs.has(dir)) return true;
+    if (!existsSync(this.location)) {
+      if (!create) return false;
+      mkdirSync(this.location, { recursive: true });
+    }
+    let current = this.location;
+    const relative = path.relative(this.location, dir);
+    for (const part of relative === '' ? [] : relative.split(path.sep)) {
+      current = path.join(current, part);
+      if (this.checkedDirs.has(current)) continue;
+      if (!isRealDirectory(current)) {
+        if (!create) return false;
+        try {
+          mkdirSync(current);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        }
+        if (!isRealDirectory(current)) return false;
+      }
+      this.checkedDirs.add(current);
+    }
+    this.checkedDirs.add(dir);
+    return true;
+  }
+
+  // ---------------------------------------------------------------- reading
+
   async read(id: string): Promise<ReadResult> {
-    assertId(id);
-    const text = await readTextIfExists(this.pathOf('proposals', id));
+    const file = this.proposalFile(id);
+    if (!this.dir(this.proposalsDir, false)) return { kind: 'missing' };
+    let text: string | undefined;
+    try {
+      text = readRegular(file);
+    } catch (error) {
+      if (error instanceof NotRegularFile) return { kind: 'malformed', reason: notRegularReason(error) };
+      throw error;
+    }
     if (text === undefined) return { kind: 'missing' };
     return parseStored(id, text);
   }
 
-  private async scan() {
+  private async scan(): Promise<ProposalScan> {
+    if (!this.dir(this.proposalsDir, false)) return { ids: [], statuses: [], marks: [] };
     return scanProposals(this.proposalsDir, path.join(this.location, '.index', 'proposals.tsv'), this.marks);
   }
 
-  async ids(status: string, options: { without?: string } = {}): Promise<{ ids: string[]; malformed: string[] }> {
-    const scan = await this.scan();
-    let mask = 0;
-    if (options.without !== undefined) {
-      const bit = this.marks.indexOf(options.without);
-      if (bit < 0) throw new Error(`the store does not index the field "${options.without}"`);
-      mask = 1 << bit;
-    }
-    const ids: string[] = [];
-    const malformed: string[] = [];
-    scan.ids.forEach((id, i) => {
-      const current = scan.statuses[i];
-      if (current === null) malformed.push(id);
-      else if (current === status && (scan.marks[i]! & mask) === 0) ids.push(id);
-    });
-    return { ids, malformed };
+  private markMask(field: string | undefined): number {
+    if (field === undefined) return 0;
+    const bit = this.marks.indexOf(field);
+    if (bit < 0) throw new Error(`the store does not index the field "${field}"`);
+    return 1 << bit;
   }
 
-  async list(status?: string): Promise<Listing> {
+  async *index(query: Query = {}): AsyncIterable<IndexEntry> {
     const scan = await this.scan();
-    const wanted = scan.ids.filter((_id, i) => scan.statuses[i] !== null && (status === undefined || scan.statuses[i] === status));
-    const malformed = scan.ids.filter((_id, i) => scan.statuses[i] === null);
-    const items: Stored[] = [];
-    for (const id of wanted) {
-      const result = await this.read(id);
-      if (result.kind === 'malformed') malformed.push(id);
-      else if (result.kind === 'found' && (status === undefined || result.stored.proposal['status'] === status)) items.push(result.stored);
+    const mask = this.markMask(query.without);
+    const wanted = statusFilter(query);
+    for (let i = 0; i < scan.ids.length; i++) {
+      const id = scan.ids[i]!;
+      if (query.after !== undefined && id <= query.after) continue;
+      const status = scan.statuses[i] ?? null;
+      if (status !== null && !wanted(status)) continue;
+      if (status !== null && (scan.marks[i]! & mask) !== 0) continue;
+      yield { id, status, marks: this.marks.filter((_field, bit) => (scan.marks[i]! & (1 << bit)) !== 0) };
     }
-    return { items, malformed: [...new Set(malformed)].sort() };
+  }
+
+  async *list(query: Query = {}): AsyncIterable<Listed> {
+    for await (const entry of this.index(query)) {
+      const read = await this.read(entry.id);
+      if (read.kind === 'malformed') yield { kind: 'malformed', id: entry.id, reason: read.reason };
+      else if (read.kind === 'found' && statusFilter(query)(read.stored.proposal['status'])) yield read;
+    }
   }
 
   async counts(states: readonly string[]): Promise<Counts> {
     const scan = await this.scan();
-    const counts: Record<string, number> = Object.fromEntries(states.map((state) => [state, 0]));
-    const unknown: Record<string, number> = {};
+    // Null prototypes: a status named "constructor" or "__proto__" is just a name.
+    const counts: Record<string, number> = Object.assign(Object.create(null) as Record<string, number>, Object.fromEntries(states.map((state) => [state, 0])));
+    const unknown = Object.create(null) as Record<string, number>;
     const malformed: string[] = [];
     scan.ids.forEach((id, i) => {
       const status = scan.statuses[i];
       if (status === null || status === undefined) malformed.push(id);
-      else if (Object.prototype.hasOwnProperty.call(counts, status)) counts[status]!++;
+      else if (Object.hasOwn(counts, status)) counts[status]!++;
       else unknown[status] = (unknown[status] ?? 0) + 1;
     });
-    return { counts, malformed, unknown };
+    return { counts: { ...counts }, malformed, unknown };
   }
 
-  async statuses(): Promise<{ byId: Map<string, { status: string; marked: string[] }>; malformed: string[] }> {
-    const scan = await this.scan();
-    const byId = new Map<string, { status: string; marked: string[] }>();
-    const malformed: string[] = [];
-    scan.ids.forEach((id, i) => {
-      const status = scan.statuses[i];
-      if (status === null || status === undefined) malformed.push(id);
-      else byId.set(id, { status, marked: this.marks.filter((_field, bit) => (scan.marks[i]! & (1 << bit)) !== 0) });
-    });
-    return { byId, malformed };
-  }
-
-  async keyOwner(key: string): Promise<string | undefined> {
-    const marker = path.join(this.location, '.index', 'keys', keyFileName(key));
-    const text = await readTextIfExists(marker);
-    if (text === undefined) return undefined;
-    const owner = parseKeyMarker(text);
-    if (!owner) return undefined;
-    if (await readTextIfExists(this.pathOf('proposals', owner.id)) !== undefined) return owner.id;
-    // The marker's proposal was never written: its creator died, or is still writing it.
-    if (isAlive(owner)) return owner.id;
-    await fs.unlink(marker).catch(() => {});
+  async keyHandled(key: string): Promise<{ by: 'proposal'; id: string } | { by: 'ledger' } | undefined> {
+    const owner = await this.keyOwner(key);
+    if (owner !== undefined) return { by: 'proposal', id: owner };
+    // Asked of the ledgers each time (they are read only from where the last question ended):
+    // another run may have just declined the record.
+    for (const ledger of this.key?.ledgers ?? []) {
+      if (this.ledgerIndex.has(this.ledgerFile(ledger), this.key!.field, key)) return { by: 'ledger' };
+    }
     return undefined;
   }
 
-  async create(proposal: Proposal & { id: string }, key: string, audit: AuditRow): Promise<CreateResult> {
-    assertId(proposal.id);
-    const keysDir = path.join(this.location, '.index', 'keys');
-    await this.ensureDir(keysDir);
-    await this.ensureDir(this.proposalsDir);
-    const marker = path.join(keysDir, keyFileName(key));
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await writeFileAtomic(marker, JSON.stringify({ id: proposal.id, key, ...SELF }), { exclusive: true });
-        break;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 2) throw error;
-        const existing = await this.keyOwner(key);
-        if (existing !== undefined) return { ok: false, reason: 'key_exists', existing };
-      }
-    }
-    const text = serializeProposal(proposal);
-    await this.locked(proposal.id, async () => {
-      await writeFileAtomic(this.pathOf('proposals', proposal.id), text, { exclusive: true });
-      await this.appendAudit(audit);
-    });
-    return { ok: true, version: text };
+  private markerFile(key: string): string {
+    return path.join(this.location, '.index', 'keys', keyFileName(key));
   }
 
-  /** Run `fn` holding the proposal's commit lock. */
-  async locked<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    assertId(id);
-    const locks = path.join(this.location, '.locks');
-    await this.ensureDir(locks);
-    const lock = await this.owners.acquire(path.join(locks, `${id}.lock`));
+  private async keyOwner(key: string): Promise<string | undefined> {
+    const marker = this.markerFile(key);
+    let text: string | undefined;
     try {
-      return await fn();
-    } finally {
-      await lock.release();
+      text = readRegular(marker);
+    } catch {
+      text = undefined;
     }
-  }
-
-  async commit(id: string, version: string, next: Proposal, audit: AuditRow | null, rows: readonly LedgerRow[]): Promise<CommitResult> {
-    return this.locked(id, async () => {
-      const current = await readTextIfExists(this.pathOf('proposals', id));
-      if (current === undefined) return { ok: false, reason: 'missing' } as const;
-      if (current !== version) return { ok: false, reason: 'changed' } as const;
-      const text = serializeProposal(next);
-      await writeFileAtomic(this.pathOf('proposals', id), text);
-      // Inside the lock: a repair that holds the lock sees the file and its rows together.
-      if (audit) await this.appendAudit(audit);
-      for (const row of rows) await this.appendLedger(row.ledger, row.row);
-      return { ok: true, version: text } as const;
-    });
-  }
-
-  async appendLedger(ledger: string, row: Record<string, unknown>): Promise<void> {
-    await this.ensureDir(this.location);
-    await appendLine(this.ledgerFile(ledger), row);
-  }
-
-  async readLedger(ledger: string): Promise<Record<string, unknown>[]> {
-    return (await readJsonLines(this.ledgerFile(ledger))).rows;
-  }
-
-  async ledgerHas(ledger: string, field: string, value: unknown): Promise<boolean> {
-    const file = this.ledgerFile(ledger);
-    const key = `${file}\u0000${field}`;
-    const stat = await fs.stat(file).catch(() => undefined);
-    let index = this.ledgerIndex.get(key);
-    // Ledgers only grow; a file that shrank or was replaced is read again from the start.
-    if (!index || !stat || stat.size < index.offset || stat.ino !== index.ino) {
-      index = { offset: 0, ino: stat?.ino ?? 0, values: new Set() };
-      this.ledgerIndex.set(key, index);
+    if (text === undefined) return undefined;
+    const owner = parseKeyMarker(text);
+    if (!owner) return undefined;
+    if ((await this.read(owner.id)).kind !== 'missing') return owner.id;
+    // The marker's proposal was never written: its creator died before, or is writing it now.
+    if (isAlive(owner)) return owner.id;
+    try {
+      unlinkSync(marker);
+    } catch {
+      // gone already, or a read-only store
     }
-    // Read only what was appended since the last question (by any process).
-    const tail = await readFrom(file, index.offset);
-    const end = tail.lastIndexOf('\n') + 1;
-    for (const line of tail.slice(0, end).split('\n')) {
-      if (!line) continue;
+    return undefined;
+  }
+
+  async *ledger(ledger: string): AsyncIterable<Record<string, unknown>> {
+    const text = readRegular(this.ledgerFile(ledger));
+    if (text !== undefined) yield* parseJsonLines(text);
+  }
+
+  async *audit(options: { id?: string } = {}): AsyncIterable<AuditRow> {
+    const text = readRegular(path.join(this.location, AUDIT_FILE));
+    if (text === undefined) return;
+    const needle = options.id === undefined ? undefined : `"id":${JSON.stringify(options.id)}`;
+    for (const line of text.split('\n')) {
+      if (!line || (needle !== undefined && !line.includes(needle))) continue;
       try {
-        const row = JSON.parse(line) as Record<string, unknown>;
-        if (row && typeof row === 'object') index.values.add(JSON.stringify(row[field] ?? null));
+        const row = JSON.parse(line) as AuditRow;
+        if (row && typeof row === 'object' && (options.id === undefined || row.id === options.id)) yield row;
       } catch {
         // a torn line is not a row
       }
     }
-    index.offset += Buffer.byteLength(tail.slice(0, end), 'utf8');
-    return index.values.has(JSON.stringify(value ?? null));
-  }
-
-  async appendAudit(row: AuditRow): Promise<void> {
-    await this.ensureDir(this.location);
-    await appendLine(path.join(this.location, AUDIT_FILE), row);
-  }
-
-  async readAudit(): Promise<AuditRow[]> {
-    return (await readJsonLines(path.join(this.location, AUDIT_FILE))).rows as unknown as AuditRow[];
-  }
-
-  async lastAudits(options: { save?: boolean } = {}): Promise<Map<string, { event: string; to: string }>> {
-    return readAuditIndex(path.join(this.location, AUDIT_FILE), path.join(this.location, '.index', 'audit.tsv'), this.auditMemo, options.save);
   }
 
   async lastAudit(id: string): Promise<AuditRow | undefined> {
-    // Scan backwards from the end: a proposal's latest row is usually recent.
-    const file = path.join(this.location, AUDIT_FILE);
-    let handle;
-    try {
-      handle = await fs.open(file, 'r');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw error;
-    }
-    try {
-      const needle = `"id":${JSON.stringify(id)}`;
-      const { size } = await handle.stat();
-      const chunk = 1 << 20;
-      let position = size;
-      let carry = '';
-      while (position > 0) {
-        const start = Math.max(0, position - chunk);
-        const buffer = Buffer.alloc(position - start);
-        await handle.read(buffer, 0, buffer.length, start);
-        position = start;
-        const text = buffer.toString('utf8') + carry;
-        const first = start === 0 ? 0 : text.indexOf('\n') + 1;
-        carry = text.slice(0, first);
-        const lines = text.slice(first).split('\n');
-        for (let i = lines.length - 1; i >= 0; i--) {
-          const line = lines[i]!;
-          if (!line.includes(needle)) continue;
-          try {
-            const row = JSON.parse(line) as AuditRow;
-            if (row.id === id) return row;
-          } catch {
-            // a torn line
-          }
-        }
-      }
-      return undefined;
-    } finally {
-      await handle.close();
-    }
-  }
-
-  async claim(stage: string, key: string): Promise<Claim | null> {
-    if (!/^[a-z][a-z0-9_-]*$/.test(stage)) throw new Error(`invalid stage name: ${JSON.stringify(stage)}`);
-    const dir = path.join(this.location, '.claims', stage);
-    await this.ensureDir(dir);
-    return this.owners.tryAcquire(path.join(dir, isUlid(key) ? key : keyFileName(key)));
+    // The index of last rows says whether the proposal has any; the row itself is found by
+    // scanning backwards from the end (a proposal's latest row is usually recent).
+    const last = await readAuditIndex(path.join(this.location, AUDIT_FILE), path.join(this.location, '.index', 'audit.tsv'), this.auditMemo);
+    if (!last.has(id)) return undefined;
+    return lastRowOf(path.join(this.location, AUDIT_FILE), id);
   }
 
   async readEntry(collection: string, id: string): Promise<unknown | undefined> {
-    const text = await readTextIfExists(this.pathOf(collection, id));
+    let text: string | undefined;
+    try {
+      text = readRegular(this.entryFile(collection, id));
+    } catch (error) {
+      if (error instanceof NotRegularFile) return null;
+      throw error;
+    }
     if (text === undefined) return undefined;
     try {
       return JSON.parse(text) as unknown;
@@ -329,10 +377,221 @@ export class FileStore implements Store {
     }
   }
 
-  async writeEntry(collection: string, id: string, entry: unknown): Promise<'written' | 'exists'> {
-    await this.ensureDir(this.pathOf(collection));
+  async *entries(collection: string): AsyncIterable<string> {
+    assertCollection(collection);
+    const dir = path.join(this.location, collection);
+    if (!this.dir(dir, false)) return;
+    yield* readdirSync(dir)
+      .filter((name) => /^[0-7][0-9A-HJKMNP-TV-Z]{25}\.json$/.test(name))
+      .map((name) => name.slice(0, 26))
+      .sort();
+  }
+
+  // ---------------------------------------------------------------- writing
+
+  /** Before this process's first write: finish what dead writers left unfinished. */
+  private async beforeWrite(): Promise<void> {
+    this.recovered ??= this.replayDead();
+    await this.recovered;
+  }
+
+  private journalOf(owner: Partial<ProcessIdentity> | null): string | undefined {
+    if (!owner || owner.pid === undefined) return undefined;
+    const file = path.join(this.location, '.journal', `${ownerFileName(owner)}.jsonl`);
+    return lstatSync(file, { throwIfNoEntry: false }) ? file : undefined;
+  }
+
+  /** Take a proposal's commit lock; a dead holder's unfinished commit is finished first. */
+  private async lockProposal(id: string, replaying = false): Promise<Held> {
+    this.dir(path.join(this.location, '.locks'), true);
+    const file = this.lockFile(`${id}.lock`);
+    const start = Date.now();
+    let delay = 1;
+    for (;;) {
+      const attempt = this.owners.attempt(file, (owner) => replaying || this.journalOf(owner) === undefined);
+      if ('held' in attempt) return attempt.held;
+      if (attempt.holder === 'stale') {
+        this.seenAlive.clear(); // its owner was just found dead: do not trust an older sighting
+        await this.replayDead();
+        const left = this.journalOf(attempt.owner);
+        if (left !== undefined) throw new Error(`cannot finish the interrupted commits in ${left}`);
+        continue;
+      }
+      if (Date.now() - start > 15_000) throw Object.assign(new Error(`${id} is locked by another process for over 15 s`), { code: 'EBUSY' });
+      await sleep(delay + Math.random() * delay);
+      delay = Math.min(delay * 2, 50);
+    }
+  }
+
+  private journalFor(): Journal {
+    this.dir(path.join(this.location, '.journal'), true);
+    this.journal ??= new Journal(path.join(this.location, '.journal'), this.owners.name);
+    return this.journal;
+  }
+
+  /** Log sizes now, so a replay knows where this commit's rows would start. */
+  private offsets(ledgers: readonly LedgerWrite[]): Record<string, number> {
+    const offsets: Record<string, number> = { [AUDIT_FILE]: sizeOf(path.join(this.location, AUDIT_FILE)) };
+    for (const { ledger } of ledgers) {
+      const file = this.ledgers[ledger];
+      if (file === undefined) throw new Error(`unknown ledger "${ledger}"`);
+      offsets[file] = sizeOf(path.join(this.location, file));
+    }
+    return offsets;
+  }
+
+  async create(input: NewProposal): Promise<CreateResult> {
+    const { proposal, key, audit } = input;
+    const id = proposal.id;
+    assertId(id);
+    await this.beforeWrite();
+    this.dir(this.proposalsDir, true);
+    this.dir(path.join(this.location, '.index', 'keys'), true);
+    const marker = this.markerFile(key);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await writeFileAtomic(marker, JSON.stringify({ id, key, ...this.owners.identity }), { exclusive: true });
+        break;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 2) throw error;
+        const existing = await this.keyOwner(key);
+        if (existing !== undefined) return { ok: false, reason: 'key_exists', existing };
+      }
+    }
+    const text = serializeProposal(proposal);
+    const held = await this.lockProposal(id);
     try {
-      await writeFileAtomic(this.pathOf(collection, id), `${JSON.stringify(entry, null, 2)}\n`, { exclusive: true });
+      const intent: Intent = { kind: 'create', id, next: text, audit: [audit], ledger: [], entries: [], offsets: this.offsets([]) };
+      await this.apply(intent, async () => {
+        install(await writeTemp(this.proposalFile(id), text), this.proposalFile(id), true);
+        await fsyncDir(this.proposalsDir);
+      });
+    } finally {
+      await held.release();
+    }
+    return { ok: true, version: text };
+  }
+
+  async commit(change: Change): Promise<CommitResult> {
+    const { id } = change;
+    const file = this.proposalFile(id);
+    if (change.audit.length === 0) throw new Error('a commit records at least one audit row');
+    await this.beforeWrite();
+    const held = await this.lockProposal(id);
+    try {
+      if (change.lease && !this.owners.holds(this.claimFile(change.lease.stage, change.lease.key))) return { ok: false, reason: 'lease' };
+      const current = readRegular(file);
+      if (current === undefined) return { ok: false, reason: 'missing' };
+      if (current !== change.version) return { ok: false, reason: 'changed' };
+      const entries: EntryIntent[] = [];
+      for (const write of change.entries ?? []) {
+        if (write.op === 'put') {
+          // An entry is never overwritten: one already there (a promotion finished by hand) stays.
+          if (lstatSync(this.entryFile(write.collection, write.id), { throwIfNoEntry: false })) continue;
+          entries.push({ op: 'put', collection: write.collection, id: write.id, text: `${JSON.stringify(write.entry, null, 2)}\n` });
+        } else {
+          const source = this.entryFile(write.from, write.id);
+          if (!lstatSync(source, { throwIfNoEntry: false })?.isFile()) return { ok: false, reason: 'entry', detail: `${write.from}/${write.id}.json is missing` };
+          if (lstatSync(this.entryFile(write.to, write.id), { throwIfNoEntry: false })) return { ok: false, reason: 'entry', detail: `${write.to}/${write.id}.json exists already` };
+          entries.push(write);
+        }
+      }
+      const ledger = (change.ledger ?? []).filter((write) => write.once === undefined || !this.ledgerIndex.has(this.ledgerFile(write.ledger), write.once, write.row[write.once]));
+      const text = serializeProposal(change.next);
+      const intent: Intent = { kind: 'commit', id, prev: sha256(current), next: text, audit: change.audit, ledger, entries, offsets: this.offsets(ledger) };
+      await this.apply(intent, async () => {
+        install(await writeTemp(file, text), file);
+        await Promise.all([fsyncDir(this.proposalsDir), ...(await this.writeEntries(entries))]);
+      });
+      return { ok: true, version: text };
+    } finally {
+      await held.release();
+    }
+  }
+
+  /** Journal the intent, write the document (and entries), then the ledger rows and audit rows. */
+  private async apply(intent: Intent, writeDocument: () => Promise<void>): Promise<void> {
+    const journal = this.journalFor();
+    await journal.write(intent);
+    try {
+      failpoint('journaled');
+      await writeDocument();
+      failpoint('document');
+      // The document and entries are durable before the audit rows mark the commit as done.
+      await Promise.all(intent.ledger.map((write) => this.appendRows(this.ledgerFile(write.ledger), [write.row])));
+      failpoint('ledger');
+      await this.appendRows(path.join(this.location, AUDIT_FILE), intent.audit);
+      failpoint('audit');
+    } finally {
+      journal.done();
+    }
+  }
+
+  /** Write entries (temp, link into place; moves link then unlink); returns the directory syncs to wait for. */
+  private async writeEntries(entries: readonly EntryIntent[]): Promise<Promise<void>[]> {
+    const syncs: Promise<void>[] = [];
+    for (const entry of entries) {
+      if (entry.op === 'put') {
+        const target = this.entryFile(entry.collection, entry.id);
+        this.dir(path.dirname(target), true);
+        try {
+          install(await writeTemp(target, entry.text), target, true);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        }
+        syncs.push(fsyncDir(path.dirname(target)));
+      } else {
+        const source = this.entryFile(entry.from, entry.id);
+        const target = this.entryFile(entry.to, entry.id);
+        this.dir(path.dirname(target), true);
+        moveEntry(source, target);
+        syncs.push(fsyncDir(path.dirname(source)), fsyncDir(path.dirname(target)));
+      }
+    }
+    return syncs;
+  }
+
+  /** Append rows as whole lines in one write, starting on a fresh line, and make them durable. */
+  private async appendRows(file: string, rows: readonly Record<string, unknown>[] | readonly AuditRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    this.dir(this.location, true);
+    await this.freshLine(file);
+    const { created } = appendText(file, rows.map((row) => `${JSON.stringify(row)}\n`).join(''));
+    await groupSync(file, true);
+    if (created) await fsyncDir(this.location);
+  }
+
+  /**
+   * A log that a crash left ending mid-line gets its newline before this process appends to it
+   * the first time — under a lock, so two processes never both add one (an empty line).
+   */
+  private async freshLine(file: string): Promise<void> {
+    if (this.freshTails.has(file)) return;
+    const last = lastByte(file);
+    if (last !== undefined && last !== 0x0a) {
+      this.dir(path.join(this.location, '.locks'), true);
+      const held = await this.owners.acquire(this.lockFile(`${path.basename(file)}.tail`));
+      try {
+        const again = lastByte(file);
+        if (again !== undefined && again !== 0x0a) appendText(file, '\n');
+      } finally {
+        await held.release();
+      }
+    }
+    this.freshTails.add(file);
+  }
+
+  async appendLedger(ledger: string, row: Record<string, unknown>): Promise<void> {
+    await this.appendRows(this.ledgerFile(ledger), [row]);
+  }
+
+  async writeDocument(collection: string, name: string, document: unknown): Promise<'written' | 'exists'> {
+    assertCollection(collection);
+    if (!DOCUMENT_NAME.test(name)) throw new Error(`invalid document name: ${JSON.stringify(name)}`);
+    const dir = path.join(this.location, collection);
+    this.dir(dir, true);
+    try {
+      await writeFileAtomic(path.join(dir, name), `${JSON.stringify(document, null, 2)}\n`, { exclusive: true });
       return 'written';
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') return 'exists';
@@ -340,43 +599,274 @@ export class FileStore implements Store {
     }
   }
 
-  async sweep(): Promise<number> {
-    const subdirs = await fs.readdir(this.location, { withFileTypes: true }).catch(() => []);
-    const claims = await fs.readdir(path.join(this.location, '.claims')).catch(() => []);
-    const dirs = [
-      ...subdirs.filter((entry) => entry.isDirectory()).map((entry) => path.join(this.location, entry.name)),
-      path.join(this.location, '.index', 'keys'),
-      ...claims.map((stage) => path.join(this.location, '.claims', stage)),
-    ];
-    return (await sweepTemps(dirs)) + this.owners.sweep();
+  // ---------------------------------------------------------------- crash recovery
+
+  /**
+   * Finish the commits dead processes left half-done (cheap when there are none: one directory
+   * listing). The first call of a process also sweeps the temp and owner files of dead processes.
+   */
+  async recover(): Promise<number> {
+    if (!existsSync(this.location)) return 0;
+    if (!this.swept) {
+      this.swept = true;
+      const subdirs = await fs.readdir(this.location, { withFileTypes: true }).catch(() => []);
+      const claims = await fs.readdir(path.join(this.location, '.claims')).catch(() => []);
+      await sweepTemps([
+        ...subdirs.filter((entry) => entry.isDirectory()).map((entry) => path.join(this.location, entry.name)),
+        path.join(this.location, '.index', 'keys'),
+        ...claims.map((stage) => path.join(this.location, '.claims', stage)),
+      ]);
+      this.owners.sweep();
+    }
+    return this.replayDead();
   }
 
-  async cacheGet(key: string): Promise<unknown | undefined> {
-    const text = await readTextIfExists(path.join(this.location, 'cache', `${cacheName(key)}.json`));
-    if (text === undefined) return undefined;
+  private ownerAlive(name: string): boolean {
+    const seen = this.seenAlive.get(name);
+    if (seen !== undefined && Date.now() - seen < 1000) return true;
+    if (!this.owners.alive(name)) return false;
+    this.seenAlive.set(name, Date.now());
+    return true;
+  }
+
+  /** Replay and remove the journals of dead processes, one replayer at a time. Returns the commits finished. */
+  private async replayDead(): Promise<number> {
+    const dir = path.join(this.location, '.journal');
+    const dead = () => {
+      let names: string[];
+      try {
+        names = readdirSync(dir);
+      } catch {
+        return [];
+      }
+      return names.filter((name) => name.endsWith('.jsonl') && !this.ownerAlive(name.slice(0, -'.jsonl'.length)));
+    };
+    if (dead().length === 0) return 0;
+    this.dir(path.join(this.location, '.locks'), true);
+    const lock = await this.owners.acquire(this.lockFile('replay.lock'), 60_000);
+    let finished = 0;
     try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      return undefined;
+      for (const name of dead()) {
+        const file = path.join(dir, name);
+        for (const intent of readIntents(file)) {
+          if (!isUlid(intent.id)) continue;
+          const held = await this.lockProposal(intent.id, true);
+          try {
+            if (await this.replay(intent)) finished++;
+          } finally {
+            await held.release();
+          }
+        }
+        unlinkSync(file);
+      }
+    } finally {
+      await lock.release();
+    }
+    return finished;
+  }
+
+  /**
+   * Finish one intent, idempotently. Its audit rows are written last, after the document and
+   * entries are durable: if any of them is in the log, the commit got that far and only missing
+   * rows are added; if none is, nothing after the journal can be trusted and every step is done
+   * again (the document only if it is still at the version the intent started from).
+   */
+  private async replay(intent: Intent): Promise<boolean> {
+    const auditFile = path.join(this.location, AUDIT_FILE);
+    const auditFound = rowsAfter(auditFile, intent.offsets[AUDIT_FILE] ?? 0, intent.audit);
+    const reached = auditFound.some(Boolean);
+    let did = false;
+    if (!reached) {
+      const file = this.proposalFile(intent.id);
+      let current: string | undefined;
+      try {
+        current = readRegular(file);
+      } catch {
+        return false; // something that is not a file is there now: nothing true to finish
+      }
+      const unusable = current === undefined || parseStored(intent.id, current).kind !== 'found';
+      if (current !== intent.next) {
+        const atStart = intent.kind === 'create' ? current === undefined : current !== undefined && sha256(current) === intent.prev;
+        if (!atStart && !unusable) return false; // changed by hand since: leave it, invent nothing
+        this.dir(this.proposalsDir, true);
+        install(await writeTemp(file, intent.next), file);
+        await fsyncDir(this.proposalsDir);
+        did = true;
+      }
+      await Promise.all(await this.writeEntries(intent.entries.filter((entry) => this.entryPending(entry))));
+    }
+    for (const write of intent.ledger) {
+      const ledgerFile = this.ledgerFile(write.ledger);
+      const [found] = rowsAfter(ledgerFile, intent.offsets[path.basename(ledgerFile)] ?? 0, [write.row]);
+      if (!found) {
+        await this.appendRows(ledgerFile, [write.row]);
+        did = true;
+      }
+    }
+    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const missing = intent.audit.filter((_row, index) => !auditFound[index]).map((row) => ({ ...row, repaired: true as const, repaired_at: now }));
+    if (missing.length) {
+      await this.appendRows(auditFile, missing);
+      did = true;
+    }
+    return did;
+  }
+
+  private entryPending(entry: EntryIntent): boolean {
+    if (entry.op === 'put') return !lstatSync(this.entryFile(entry.collection, entry.id), { throwIfNoEntry: false });
+    return lstatSync(this.entryFile(entry.from, entry.id), { throwIfNoEntry: false }) !== undefined;
+  }
+
+  // ---------------------------------------------------------------- leases
+
+  async claim(stage: string, queue: Queue, max: number, _ttlMs: number): Promise<Claimed> {
+    void _ttlMs; // a local owner holds while it lives; the store's lease time covers other hosts
+    this.dir(path.join(this.location, '.claims', stage), true);
+    const leases: Lease[] = [];
+    const take = (key: string): boolean => {
+      const file = this.claimFile(stage, key);
+      const held = this.owners.tryAcquire(file);
+      if (!held) return false;
+      this.claims.set(file, held);
+      leases.push({ stage, key, token: this.owners.name });
+      return true;
+    };
+    if ('keys' in queue) {
+      for (const key of queue.keys) {
+        if (leases.length >= max) break;
+        take(key);
+      }
+      return { leases };
+    }
+    // The queue's ids are listed once per pass (a claim without `after` starts a pass).
+    const name = `${stage}\u0000${[queue.query.status ?? []].flat().join(',')}\u0000${queue.query.without ?? ''}`;
+    let ids = this.queues.get(name);
+    if (!ids || queue.query.after === undefined) {
+      ids = [];
+      for await (const entry of this.index({ ...queue.query, after: undefined })) if (entry.status !== null) ids.push(entry.id);
+      this.queues.set(name, ids);
+    }
+    let i = queue.query.after === undefined ? 0 : upperBound(ids, queue.query.after);
+    for (; i < ids.length && leases.length < max; i++) take(ids[i]!);
+    return i < ids.length ? { leases, next: ids[i - 1]! } : { leases };
+  }
+
+  async renew(leases: readonly Lease[], _ttlMs: number): Promise<Lease[]> {
+    void _ttlMs;
+    this.owners.renew();
+    return leases.filter((lease) => this.owners.holds(this.claimFile(lease.stage, lease.key)));
+  }
+
+  async release(leases: readonly Lease[]): Promise<void> {
+    for (const lease of leases) {
+      const file = this.claimFile(lease.stage, lease.key);
+      const held = this.claims.get(file);
+      this.claims.delete(file);
+      await held?.release();
     }
   }
 
-  async cachePut(key: string, value: unknown): Promise<void> {
-    const dir = path.join(this.location, 'cache');
-    await this.ensureDir(dir);
-    // Through the thread pool, not synchronously: a cache write must not stall answers in flight.
-    const target = path.join(dir, `${cacheName(key)}.json`);
-    const temp = `${target}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`;
-    await fs.writeFile(temp, JSON.stringify(value));
-    await fs.rename(temp, target).catch(async (error: unknown) => {
-      await fs.unlink(temp).catch(() => {});
-      throw error;
-    });
+  async held(stage: string, queue: Queue): Promise<string[]> {
+    const dir = path.join(this.location, '.claims', stage);
+    if (!this.dir(dir, false)) return [];
+    const names = new Set(readdirSync(dir));
+    const out: string[] = [];
+    const check = (key: string) => {
+      const file = this.claimFile(stage, key);
+      if (names.has(path.basename(file)) && this.owners.holder(file) === 'live') out.push(key);
+    };
+    if ('keys' in queue) queue.keys.forEach(check);
+    else for await (const entry of this.index(queue.query)) if (entry.status !== null) check(entry.id);
+    return out.sort();
   }
 }
 
-function cacheName(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+/** Does a status match a query's status (or statuses)? */
+export function statusFilter(query: Query): (status: unknown) => boolean {
+  const { status } = query;
+  if (status === undefined) return () => true;
+  if (typeof status === 'string') return (value) => value === status;
+  return (value) => typeof value === 'string' && status.includes(value);
+}
+
+/** The first index in sorted `ids` whose id is greater than `after`. */
+function upperBound(ids: readonly string[], after: string): number {
+  let lo = 0;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (ids[mid]! <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Move a file between directories byte for byte (link, then unlink); finishes a half-done move. */
+function moveEntry(source: string, target: string): void {
+  try {
+    linkSync(source, target);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    const here = lstatSync(source, { throwIfNoEntry: false });
+    const there = lstatSync(target, { throwIfNoEntry: false });
+    // Linked before a crash: the same inode under both names.
+    if (!here || !there || here.ino !== there.ino) throw Object.assign(new Error(`${target} exists already`), { code: 'EEXIST' });
+  }
+  unlinkSync(source);
+}
+
+/** For each row, is an identical row in `file` after byte `offset`? */
+function rowsAfter(file: string, offset: number, rows: readonly object[]): boolean[] {
+  const wanted = rows.map((row) => JSON.stringify(row));
+  const found = wanted.map(() => false);
+  let tail: Buffer;
+  try {
+    tail = readRegularFrom(file, offset);
+  } catch {
+    return found;
+  }
+  for (const line of tail.toString('utf8').split('\n')) {
+    let index = wanted.indexOf(line);
+    if (index < 0 && line.includes('"repaired":true')) {
+      // A row an earlier replay added (then was killed before removing the journal) counts too.
+      try {
+        const { repaired: _repaired, repaired_at: _at, ...row } = JSON.parse(line) as Record<string, unknown>;
+        index = wanted.indexOf(JSON.stringify(row));
+      } catch {
+        // a torn line
+      }
+    }
+    if (index >= 0) found[index] = true;
+  }
+  return found;
+}
+
+/** The last row of `id` in an audit log, scanning backwards from the end. */
+function lastRowOf(file: string, id: string): AuditRow | undefined {
+  const needle = `"id":${JSON.stringify(id)}`;
+  const size = sizeOf(file);
+  const chunk = 1 << 20;
+  let end = size;
+  let carry = '';
+  while (end > 0) {
+    const start = Math.max(0, end - chunk);
+    const text = readRegularFrom(file, start).subarray(0, end - start).toString('utf8') + carry;
+    end = start;
+    const first = start === 0 ? 0 : text.indexOf('\n') + 1;
+    carry = text.slice(0, first);
+    const lines = text.slice(first).split('\n');
+    for (let i = lines.length - 1; i >= 0; i--) {
+      const line = lines[i]!;
+      if (!line.includes(needle)) continue;
+      try {
+        const row = JSON.parse(line) as AuditRow;
+        if (row.id === id) return row;
+      } catch {
+        // a torn line
+      }
+    }
+  }
+  return undefined;
 }
 
 function parseKeyMarker(text: string): ({ id: string } & Partial<ProcessIdentity>) | undefined {
@@ -388,15 +878,38 @@ function parseKeyMarker(text: string): ({ id: string } & Partial<ProcessIdentity
   }
 }
 
-/** Parse a proposal file: anything but a JSON object is malformed. */
-export function parseStored(id: string, text: string): ReadResult {
-  if (text.trim() === '') return { kind: 'malformed', reason: 'empty file' };
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    return { kind: 'malformed', reason: `not valid JSON (${(error as Error).message.replace(/^JSON\.parse: /, '')})` };
+/** The answer cache: one file per key (a digest), written without fsync — a lost entry costs a call. */
+class FileAnswerCache implements AnswerCache {
+  constructor(private readonly dir: string) {}
+
+  private file(key: string): string {
+    return path.join(this.dir, `${createHash('sha256').update(key).digest('hex')}.json`);
   }
-  if (!isObject(value)) return { kind: 'malformed', reason: 'not a JSON object' };
-  return { kind: 'found', stored: { id, proposal: value, version: text } };
+
+  async get(key: string): Promise<unknown | undefined> {
+    let text: string | undefined;
+    try {
+      text = readRegular(this.file(key));
+    } catch {
+      return undefined;
+    }
+    if (text === undefined) return undefined;
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async put(key: string, value: unknown): Promise<void> {
+    if (!isRealDirectory(this.dir)) mkdirSync(this.dir, { recursive: true });
+    // Through the thread pool, not synchronously: a cache write must not stall answers in flight.
+    const target = this.file(key);
+    const temp = `${target}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`;
+    await fs.writeFile(temp, JSON.stringify(value), { flag: 'wx' });
+    await fs.rename(temp, target).catch(async (error: unknown) => {
+      await fs.unlink(temp).catch(() => {});
+      throw error;
+    });
+  }
 }

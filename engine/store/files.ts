@@ -1,19 +1,36 @@
 /**
- * The file primitives every store write goes through. Nothing is truncated in place: a file is
- * replaced by writing a temp file in the same directory, fsyncing it, renaming it over the old
- * one and fsyncing the directory; a ledger row is one whole line appended with one write.
+ * The file primitives every store write and read goes through.
  *
- * Hand-written rather than `write-file-atomic` because that package does not fsync the directory
- * (the rename is not durable without it) and queues writes per file name in-process, which
- * the store's own per-proposal lock already does across processes.
+ * Nothing is truncated in place: a file is replaced by writing a temp file in the same
+ * directory, fsyncing it, renaming it over the old one and fsyncing the directory; a ledger or
+ * log row is one whole line appended with one write.
+ *
+ * Nothing is followed out of the store and nothing blocks: files are opened with O_NOFOLLOW and
+ * O_NONBLOCK and must be regular files (a symlink, FIFO, socket or directory where a file should
+ * be is reported, never read through or written through).
  *
  * The cheap system calls are synchronous on purpose: each takes a few microseconds, while a trip
  * through libuv's thread pool costs more than the call itself. The fsyncs stay asynchronous, so
- * the commits of concurrent work overlap and the file system can group them into one journal
- * commit.
+ * the commits of concurrent work overlap, and concurrent syncs of one file or directory are
+ * shared (group commit).
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, existsSync, fdatasync, fstatSync, fsync, linkSync, openSync, promises as fs, readFileSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fdatasync,
+  fstatSync,
+  fsync,
+  linkSync,
+  lstatSync,
+  openSync,
+  promises as fs,
+  readSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+  type Stats,
+} from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { isAlive } from './process-identity.js';
@@ -24,8 +41,122 @@ const randomSuffix = randomBytes(3).toString('hex');
 const fsyncAsync = promisify(fsync);
 const fdatasyncAsync = promisify(fdatasync);
 
+const { O_RDONLY, O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
+
+/** A path in the store that is not a regular file (or not a real directory). */
+export class NotRegularFile extends Error {
+  readonly code = 'ENOTREG';
+  constructor(
+    readonly file: string,
+    readonly what: string,
+  ) {
+    super(`${file} is ${what}, not a regular file; the store does not read or write through it`);
+  }
+}
+
+function describeType(stat: Stats): string {
+  if (stat.isSymbolicLink()) return 'a symbolic link';
+  if (stat.isDirectory()) return 'a directory';
+  if (stat.isFIFO()) return 'a FIFO';
+  if (stat.isSocket()) return 'a socket';
+  if (stat.isCharacterDevice() || stat.isBlockDevice()) return 'a device';
+  return 'not a regular file';
+}
+
+/** Open `file` without following a link or blocking; it must be a regular file. */
+function openRegular(file: string, flags: number, mode = 0o644): number {
+  let fd: number;
+  try {
+    fd = openSync(file, flags | O_NOFOLLOW | O_NONBLOCK, mode);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'EMLINK') throw new NotRegularFile(file, 'a symbolic link');
+    if (code === 'EISDIR') throw new NotRegularFile(file, 'a directory');
+    if (code === 'ENXIO') throw new NotRegularFile(file, 'a FIFO or socket');
+    throw error;
+  }
+  const stat = fstatSync(fd);
+  if (!stat.isFile()) {
+    closeSync(fd);
+    throw new NotRegularFile(file, describeType(stat));
+  }
+  return fd;
+}
+
+/** Read all of an open file. */
+function readAllFd(fd: number, size: number): Buffer {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  const chunk = Math.max(size + 1, 4096);
+  for (;;) {
+    const buffer = Buffer.allocUnsafe(chunk);
+    const read = readSync(fd, buffer, 0, chunk, null);
+    if (read === 0) break;
+    chunks.push(buffer.subarray(0, read));
+    total += read;
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+}
+
+/** The text of a regular file; undefined when it does not exist. Throws NotRegularFile. */
+export function readRegular(file: string): string | undefined {
+  let fd: number;
+  try {
+    fd = openRegular(file, O_RDONLY);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    return readAllFd(fd, fstatSync(fd).size).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The bytes of a regular file from `offset` to its end (empty when missing or shorter). */
+export function readRegularFrom(file: string, offset: number): Buffer {
+  let fd: number;
+  try {
+    fd = openRegular(file, O_RDONLY);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return Buffer.alloc(0);
+    throw error;
+  }
+  try {
+    const { size } = fstatSync(fd);
+    if (size <= offset) return Buffer.alloc(0);
+    const buffer = Buffer.allocUnsafe(size - offset);
+    let done = 0;
+    while (done < buffer.length) {
+      const read = readSync(fd, buffer, done, buffer.length - done, offset + done);
+      if (read === 0) break;
+      done += read;
+    }
+    return buffer.subarray(0, done);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The size of a regular file (0 when missing). Throws NotRegularFile. */
+export function sizeOf(file: string): number {
+  const stat = lstatSync(file, { throwIfNoEntry: false });
+  if (!stat) return 0;
+  if (!stat.isFile()) throw new NotRegularFile(file, describeType(stat));
+  return stat.size;
+}
+
+/** Is `dir` a real directory (not a link to one)? Throws NotRegularFile for anything else there. */
+export function isRealDirectory(dir: string): boolean {
+  const stat = lstatSync(dir, { throwIfNoEntry: false });
+  if (!stat) return false;
+  if (stat.isDirectory()) return true;
+  throw new NotRegularFile(dir, `${describeType(stat)} where a directory belongs`);
+}
+
 /**
- * Group commit: concurrent requests to make a directory's entries (or a log's appends) durable
+ * Group commit: concurrent requests to make a file's writes (or a directory's entries) durable
  * share one sync. A request waits for a sync that starts after it was made, because one already
  * running may not cover its write.
  */
@@ -60,7 +191,7 @@ export class GroupSync {
 const groups = new Map<string, GroupSync>();
 
 async function syncPath(target: string, data: boolean): Promise<void> {
-  const fd = openSync(target, constants.O_RDONLY);
+  const fd = openSync(target, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   try {
     await (data ? fdatasyncAsync(fd) : fsyncAsync(fd));
   } finally {
@@ -69,13 +200,18 @@ async function syncPath(target: string, data: boolean): Promise<void> {
 }
 
 /** Make `target`'s writes so far durable, sharing the sync with concurrent requests. */
-function groupSync(target: string, data: boolean): Promise<void> {
+export function groupSync(target: string, data: boolean): Promise<void> {
   let group = groups.get(target);
   if (!group) {
     group = new GroupSync(() => syncPath(target, data));
     groups.set(target, group);
   }
   return group.request();
+}
+
+/** Make a directory's entries (renames, links) durable; concurrent calls share one fsync. */
+export function fsyncDir(dir: string): Promise<void> {
+  return groupSync(dir, false);
 }
 
 export interface WriteOptions {
@@ -86,85 +222,108 @@ export interface WriteOptions {
   mode?: number;
 }
 
-/** Make a directory's entries (renames, links) durable; concurrent calls share one fsync. */
-export function fsyncDir(dir: string): Promise<void> {
-  return groupSync(dir, false);
-}
-
 let temps = 0;
 
 /** A temp name beside `target`, unique to this process (swept by pid if the process dies). */
-function tempName(target: string): string {
+export function tempName(target: string): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${(++temps).toString(36)}${randomSuffix}.tmp`);
 }
 
-/** Atomically replace (or create) `target` with `data`. */
-export async function writeFileAtomic(target: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
-  const durable = options.durable ?? true;
+function unlinkQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // already gone
+  }
+}
+
+/** Write `data` to a new temp file beside `target` (fsynced when durable); returns its name. */
+export async function writeTemp(target: string, data: string | Uint8Array, options: { durable?: boolean; mode?: number } = {}): Promise<string> {
   const temp = tempName(target);
   const fd = openSync(temp, 'wx', options.mode ?? 0o644);
   try {
     writeAll(fd, typeof data === 'string' ? Buffer.from(data) : data);
-    if (durable) await fsyncAsync(fd);
+    if (options.durable ?? true) await fsyncAsync(fd);
   } catch (error) {
     closeSync(fd);
-    try {
-      unlinkSync(temp);
-    } catch {
-      // already gone
-    }
+    unlinkQuietly(temp);
     throw error;
   }
   closeSync(fd);
+  return temp;
+}
+
+/**
+ * Put a written temp file in place: rename over `target`, or — exclusive — link it there (link()
+ * fails when the target exists, so a create never overwrites). The temp name is gone afterwards.
+ * A directory at `target` is refused; a symlink at `target` is replaced, never followed.
+ */
+export function install(temp: string, target: string, exclusive = false): void {
   try {
-    if (options.exclusive) {
-      // link() fails when the target exists, so a create never overwrites.
+    if (exclusive) {
       linkSync(temp, target);
       unlinkSync(temp);
     } else {
       renameSync(temp, target);
     }
   } catch (error) {
-    try {
-      unlinkSync(temp);
-    } catch {
-      // already gone
-    }
+    unlinkQuietly(temp);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST' && !exclusive) throw new NotRegularFile(target, 'a directory');
     throw error;
   }
+}
+
+/** Atomically replace (or create) `target` with `data`. */
+export async function writeFileAtomic(target: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
+  const durable = options.durable ?? true;
+  const temp = await writeTemp(target, data, { durable, ...(options.mode !== undefined ? { mode: options.mode } : {}) });
+  install(temp, target, options.exclusive);
   if (durable) await fsyncDir(path.dirname(target));
 }
 
-/**
- * Append one JSON row as a single line in one write. If an earlier writer was killed mid-line,
- * the row starts on a fresh line so it is never glued to the torn one.
- */
-export async function appendLine(file: string, row: unknown, options: { durable?: boolean } = {}): Promise<void> {
-  const line = `${JSON.stringify(row)}\n`;
-  // A file this append creates needs its directory entry made durable too.
-  const creating = !knownFiles.has(file) && !existsSync(file);
-  const fd = openSync(file, 'a+');
+/** The last byte of a regular file, or undefined when it is missing or empty. */
+export function lastByte(file: string): number | undefined {
+  let fd: number;
+  try {
+    fd = openRegular(file, O_RDONLY);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
   try {
     const { size } = fstatSync(fd);
-    let prefix = '';
-    if (size > 0) {
-      const last = Buffer.alloc(1);
-      readSync(fd, last, 0, 1, size - 1);
-      if (last[0] !== 0x0a) prefix = '\n';
-    }
-    writeAll(fd, Buffer.from(prefix + line));
+    if (size === 0) return undefined;
+    const last = Buffer.alloc(1);
+    readSync(fd, last, 0, 1, size - 1);
+    return last[0];
   } finally {
     closeSync(fd);
   }
-  knownFiles.add(file);
-  // The line is written (whole, one write); concurrent appenders share the data sync.
-  if (options.durable ?? true) {
-    await groupSync(file, true);
-    if (creating) await fsyncDir(path.dirname(file));
-  }
 }
 
-const knownFiles = new Set<string>();
+/**
+ * Append whole lines with one write (O_APPEND: concurrent appenders never interleave within a
+ * line). Returns whether the file was created by this append (its directory entry then needs a
+ * sync of the directory to be durable).
+ */
+export function appendText(file: string, text: string): { created: boolean } {
+  let created = false;
+  let fd: number;
+  try {
+    fd = openRegular(file, O_WRONLY | O_APPEND);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    fd = openRegular(file, O_WRONLY | O_APPEND | O_CREAT);
+    created = true;
+  }
+  try {
+    writeAll(fd, Buffer.from(text));
+  } finally {
+    closeSync(fd);
+  }
+  return { created };
+}
 
 /** Write every byte (write(2) may write fewer on a full disk: never install a short file). */
 export function writeAll(fd: number, data: Uint8Array): void {
@@ -198,63 +357,25 @@ export async function sweepTemps(dirs: readonly string[], minAgeMs = 10_000): Pr
       const match = /\.(\d+)\.[0-9a-z]+\.tmp$/.exec(name);
       if (!match || pidAlive(Number(match[1]))) continue;
       const file = path.join(dir, name);
-      const stat = await fs.stat(file).catch(() => undefined);
-      if (!stat || Date.now() - stat.mtimeMs < minAgeMs) continue;
+      const stat = lstatSync(file, { throwIfNoEntry: false });
+      if (!stat || !stat.isFile() || Date.now() - stat.mtimeMs < minAgeMs) continue;
       await fs.unlink(file).then(() => removed++, () => {});
     }
   }
   return removed;
 }
 
-/** Read a JSONL file; torn or garbage lines are skipped (and counted). */
-export async function readJsonLines(file: string): Promise<{ rows: Record<string, unknown>[]; skipped: number }> {
-  let text: string;
-  try {
-    text = await fs.readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { rows: [], skipped: 0 };
-    throw error;
-  }
+/** Split JSONL text into rows; torn or garbage lines are skipped. */
+export function parseJsonLines(text: string): Record<string, unknown>[] {
   const rows: Record<string, unknown>[] = [];
-  let skipped = 0;
   for (const line of text.split('\n')) {
     if (line.trim() === '') continue;
     try {
       const value = JSON.parse(line) as unknown;
       if (value && typeof value === 'object' && !Array.isArray(value)) rows.push(value as Record<string, unknown>);
-      else skipped++;
     } catch {
-      skipped++;
+      // a torn line is not a row
     }
   }
-  return { rows, skipped };
-}
-
-/** The text of `file` from byte `offset` to its end ('' when missing or shorter). */
-export async function readFrom(file: string, offset: number): Promise<string> {
-  let handle;
-  try {
-    handle = await fs.open(file, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return '';
-    throw error;
-  }
-  try {
-    const { size } = await handle.stat();
-    if (size <= offset) return '';
-    const buffer = Buffer.alloc(size - offset);
-    await handle.read(buffer, 0, buffer.length, offset);
-    return buffer.toString('utf8');
-  } finally {
-    await handle.close();
-  }
-}
-
-export async function readTextIfExists(file: string): Promise<string | undefined> {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
+  return rows;
 }

@@ -1,8 +1,19 @@
-/** The file store a pipeline uses: its ledgers, its key field, and the promotion stamps indexed. */
+/** Open the store a pipeline uses: its ledgers, its key field, and the promotion stamps indexed. */
 import type { Pipeline } from '../config/load.js';
 import { FileStore } from './file-store.js';
+import type { Store, StoreLayout } from './types.js';
+
+export function storeLayout(pipeline: Pipeline): StoreLayout {
+  const marks = pipeline.stages.flatMap((stage) => (stage.kind === 'promote' ? [stage.stamp] : []));
+  const keyLedgers = [...new Set(pipeline.stages.flatMap((stage) => (stage.kind === 'transform' ? [stage.declines.ledger] : [])))];
+  return { ledgers: pipeline.ledgers, marks, key: { field: pipeline.def.proposal.key, ledgers: keyLedgers } };
+}
 
 export function openFileStore(pipeline: Pipeline, dir: string): FileStore {
-  const marks = pipeline.stages.flatMap((stage) => (stage.kind === 'promote' ? [stage.stamp] : []));
-  return new FileStore({ dir, ledgers: pipeline.ledgers, marks });
+  return new FileStore({ dir, ...storeLayout(pipeline) });
+}
+
+/** The store at `location` (a directory). */
+export function openStore(pipeline: Pipeline, location: string): Store {
+  return openFileStore(pipeline, location);
 }

@@ -18,7 +18,7 @@
 import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 import { writeAll } from './files.js';
-import { isAlive, SELF, type ProcessIdentity } from './process-identity.js';
+import { isAlive, newIdentity, SELF, type ProcessIdentity } from './process-identity.js';
 
 /** Default lease of an owner on another host (SPEC §11 `claim_ttl`, 5 min). */
 export const DEFAULT_LEASE_MS = 5 * 60_000;
@@ -27,6 +27,13 @@ const STEAL_STALE_MS = 30_000;
 
 export interface Held {
   release(): Promise<void>;
+}
+
+export type Attempt = { held: Held } | { holder: 'live' } | { holder: 'stale'; owner: Partial<ProcessIdentity> | null };
+
+/** The owner-file name of an identity: `<host>.<pid>.<nonce>`. */
+export function ownerFileName(identity: Partial<ProcessIdentity>): string {
+  return `${String(identity.host ?? '').replace(/[^A-Za-z0-9_.-]/g, '_')}.${identity.pid}.${identity.nonce}`;
 }
 
 function unlinkQuietly(file: string): void {
@@ -65,6 +72,8 @@ function removeAtExit(file: string): void {
 export class OwnerFiles {
   private file: string | undefined;
   private ino = -1;
+  /** This handle's identity: the process's, with a nonce of its own. */
+  readonly identity: ProcessIdentity = newIdentity();
   private holding = 0;
   private timer: NodeJS.Timeout | undefined;
 
@@ -79,11 +88,11 @@ export class OwnerFiles {
   private self(): string {
     if (this.file) return this.file;
     mkdirSync(this.dir, { recursive: true });
-    const file = path.join(this.dir, `${SELF.host.replace(/[^A-Za-z0-9_.-]/g, '_')}.${SELF.pid}.${SELF.nonce}`);
+    const file = path.join(this.dir, ownerFileName(this.identity));
     const temp = `${file}.tmp`;
     const fd = openSync(temp, 'w', 0o644);
     try {
-      writeAll(fd, Buffer.from(JSON.stringify(SELF)));
+      writeAll(fd, Buffer.from(JSON.stringify(this.identity)));
       // After a power loss a lock must not point at an empty inode (it would look stale, which
       // is right then, but an owner file is written once per process, so make it whole).
       fsyncSync(fd);
@@ -106,6 +115,14 @@ export class OwnerFiles {
     return isAlive(owner);
   }
 
+  /** Who holds `file`: nobody, this process, a live owner (or unexpired lease), or a stale one. */
+  holder(file: string): 'none' | 'mine' | 'live' | 'stale' {
+    if (this.holds(file)) return 'mine';
+    const owner = readOwner(file);
+    if (owner === undefined) return 'none';
+    return owner && this.live(file, owner) ? 'live' : 'stale';
+  }
+
   /** Does this process hold `file` right now? (A fencing check before a commit.) */
   holds(file: string): boolean {
     return this.file !== undefined && statSync(file, { throwIfNoEntry: false })?.ino === this.ino;
@@ -113,11 +130,20 @@ export class OwnerFiles {
 
   /** Try once to take `file`. Returns null when a live owner (or an unexpired lease) holds it. */
   tryAcquire(file: string): Held | null {
+    const attempt = this.attempt(file);
+    return 'held' in attempt ? attempt.held : null;
+  }
+
+  /**
+   * Try once to take `file`, telling a live holder from a stale one. A stale file is taken over
+   * only when `mayTakeOver(owner)` agrees (the store first finishes what a dead owner left).
+   */
+  attempt(file: string, mayTakeOver: (owner: Partial<ProcessIdentity> | null) => boolean = () => true): Attempt {
     const me = this.self();
     for (let attempt = 0; attempt < 3; attempt++) {
       try {
         linkSync(me, file);
-        return this.held(file);
+        return { held: this.held(file) };
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
@@ -125,11 +151,25 @@ export class OwnerFiles {
       if (owner === undefined) continue; // released meanwhile: try again
       // A file that is not an identity was never written by a live holder (owners are linked
       // whole): it is left over from a power loss or an older version, and stale.
-      if (owner && this.live(file, owner)) return null;
+      if (owner && this.live(file, owner)) return { holder: 'live' };
+      if (!mayTakeOver(owner)) return { holder: 'stale', owner };
       const taken = this.takeOver(file, owner);
-      if (taken === false) return null;
+      if (taken === false) return { holder: 'live' };
     }
-    return null;
+    return { holder: 'live' };
+  }
+
+  /** The name of this process's owner file (its journal has the same name). */
+  get name(): string {
+    return path.basename(this.self());
+  }
+
+  /** Is the owner of the owner file called `name` alive (or, on another host, within its lease)? */
+  alive(name: string): boolean {
+    if (this.file && name === path.basename(this.file)) return true;
+    const file = path.join(this.dir, name);
+    const owner = readOwner(file);
+    return Boolean(owner && this.live(file, owner));
   }
 
   private held(file: string): Held {

@@ -30,6 +30,17 @@ export function startTimeOf(pid: number): number | null {
 
 export const SELF: ProcessIdentity = { host: os.hostname(), pid: process.pid, start: startTimeOf(process.pid), nonce: randomBytes(6).toString('hex') };
 
+/** Identities this process hands out (one per open store), alive as long as the process. */
+const ours = new Set<string>([SELF.nonce]);
+let handed = 0;
+
+/** A new identity of this process: two stores opened in one process hold files apart. */
+export function newIdentity(): ProcessIdentity {
+  const identity = { ...SELF, nonce: `${SELF.nonce}-${++handed}` };
+  ours.add(identity.nonce);
+  return identity;
+}
+
 function pidExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -43,7 +54,7 @@ function pidExists(pid: number): boolean {
 export function isAlive(owner: Partial<ProcessIdentity>): boolean {
   if (owner.host !== undefined && owner.host !== SELF.host) return true;
   if (typeof owner.pid !== 'number') return false;
-  if (owner.pid === SELF.pid) return owner.nonce === undefined || owner.nonce === SELF.nonce;
+  if (owner.pid === SELF.pid) return owner.nonce === undefined || ours.has(owner.nonce);
   if (!pidExists(owner.pid)) return false;
   if (typeof owner.start === 'number') {
     const start = startTimeOf(owner.pid);

@@ -8,10 +8,10 @@
  * Kept lean for 100,000 files: the directory listing and the cache are both sorted by id and
  * merged, with no per-entry objects.
  */
-import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { hasPath } from '../util/json-path.js';
-import { writeFileAtomic } from './files.js';
+import { readRegular, writeFileAtomic } from './files.js';
 
 const FORMAT = 'pipeline-index 2';
 const FILE_NAME = /^[0-7][0-9A-HJKMNP-TV-Z]{25}\.json$/;
@@ -42,12 +42,13 @@ export function parseHead(text: string, markFields: readonly string[]): { status
 }
 
 function readCache(file: string, fields: string): string[] {
-  let text: string;
+  let text: string | undefined;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readRegular(file);
   } catch {
     return [];
   }
+  if (text === undefined) return [];
   const lines = text.split('\n');
   // The header names the marked fields: another set means another cache.
   return lines[0] === `${FORMAT}\t${fields}` ? lines.slice(1) : [];
@@ -73,8 +74,15 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   let c = 0;
   const prefix = `${proposalsDir}/`;
   for (const id of ids) {
-    const stat = statSync(`${prefix}${id}.json`, { throwIfNoEntry: false });
-    if (!stat || !stat.isFile()) continue;
+    // lstat: a link, FIFO or directory named like a proposal is reported (malformed), never followed.
+    const stat = lstatSync(`${prefix}${id}.json`, { throwIfNoEntry: false });
+    if (!stat) continue;
+    if (!stat.isFile()) {
+      out.ids.push(id);
+      out.statuses.push(null);
+      out.marks.push(0);
+      continue;
+    }
     const signature = `${stat.mtimeMs}\t${stat.size}\t${stat.ino}`;
     while (c < cached.length && cached[c]!.slice(0, 26) < id) {
       c++;
@@ -84,12 +92,13 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
     if (c < cached.length && cached[c]!.startsWith(id) && cached[c]!.endsWith(signature)) line = cached[c++]!;
     else {
       if (c < cached.length && cached[c]!.startsWith(id)) c++;
-      let text: string;
+      let text: string | undefined;
       try {
-        text = readFileSync(`${prefix}${id}.json`, 'utf8');
+        text = readRegular(`${prefix}${id}.json`);
       } catch {
-        continue; // removed meanwhile
+        text = ''; // replaced by something that is not a file meanwhile: malformed
       }
+      if (text === undefined) continue; // removed meanwhile
       const head = parseHead(text, markFields);
       // A status with a tab or a newline is not a state of any machine; keep the line intact.
       line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${signature}`;
@@ -105,10 +114,12 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   }
   if (c < cached.length && cached.slice(c).some((line) => line !== '')) changed = true;
   if (changed) {
-    mkdirSync(path.dirname(cacheFile), { recursive: true });
-    await writeFileAtomic(cacheFile, `${FORMAT}\t${markFields.join(',')}\n${lines.join('\n')}\n`, { durable: false }).catch(() => {
-      // A cache that cannot be written is only slower next time.
-    });
+    try {
+      mkdirSync(path.dirname(cacheFile), { recursive: true });
+      await writeFileAtomic(cacheFile, `${FORMAT}\t${markFields.join(',')}\n${lines.join('\n')}\n`, { durable: false });
+    } catch {
+      // A cache that cannot be written (a read-only store) is only slower next time.
+    }
   }
   return out;
 }

@@ -1,8 +1,14 @@
 /**
- * The store contract. The file store is the shipped backend; any other (SQLite, PostgreSQL with
- * `FOR UPDATE SKIP LOCKED` claims) must pass the same contract suite (test/store/contract.ts).
+ * The store seam. Every backend — the file store (embedded default), the in-memory store
+ * (tests, and the proof that the seam is not the file store's shape) and PostgreSQL (many
+ * workers) — passes the same contract suite (test/store/contract.ts).
+ *
+ * The seam is transactional by design: a commit carries everything one change of a proposal
+ * writes — the proposal, its audit rows, its ledger rows, its pool entries — and lands whole or
+ * not at all, so the engine never finishes half a commit. Work is claimed by leases with tokens;
+ * listings are keyset-paged async iterables; the answer cache is a small interface of its own.
  */
-import type { LedgerRow, Proposal } from '../lifecycle/effects.js';
+import type { Proposal } from '../lifecycle/effects.js';
 
 export interface AuditRow {
   at: string;
@@ -12,6 +18,11 @@ export interface AuditRow {
   to: string;
   stage: string;
   actor: 'cli' | 'run';
+  /** The event's arguments, when it has any worth recording (e.g. `{result: "hit"}`). */
+  args?: Record<string, unknown>;
+  /** Added after a crash to finish an interrupted commit, at `repaired_at`. */
+  repaired?: true;
+  repaired_at?: string;
 }
 
 /** A proposal as read, with the opaque version a commit must match. */
@@ -23,10 +34,26 @@ export interface Stored {
 
 export type ReadResult = { kind: 'found'; stored: Stored } | { kind: 'missing' } | { kind: 'malformed'; reason: string };
 
-export interface Listing {
-  items: Stored[];
-  /** Ids of proposal files that are empty, truncated or not a JSON object. */
-  malformed: string[];
+/** A listed proposal: its document, or why it cannot be read. */
+export type Listed = { kind: 'found'; stored: Stored } | { kind: 'malformed'; id: string; reason: string };
+
+/** What listings and work selection know of a proposal without reading its document. */
+export interface IndexEntry {
+  id: string;
+  /** Null when the document is malformed. */
+  status: string | null;
+  /** The store's marked fields the document has (e.g. a promotion stamp). */
+  marks: string[];
+}
+
+/** Which proposals a listing (or a work queue) covers; always in id order. */
+export interface Query {
+  /** Only this status, or these (all when absent). */
+  status?: string | readonly string[];
+  /** Only those that lack this marked field. */
+  without?: string;
+  /** Keyset paging: only ids after this one. */
+  after?: string;
 }
 
 export interface Counts {
@@ -36,61 +63,129 @@ export interface Counts {
   unknown: Record<string, number>;
 }
 
-export type CommitResult = { ok: true; version: string } | { ok: false; reason: 'changed' | 'missing' };
+/** A ledger row a commit appends. */
+export interface LedgerWrite {
+  ledger: string;
+  row: Record<string, unknown>;
+  /**
+   * The row field that names the proposal, when at most one such row may exist for it: the row
+   * is not appended again if the ledger already holds one (a terminal record is never written twice).
+   */
+  once?: string;
+}
+
+/** A pool-entry write a commit makes. Entries are never overwritten. */
+export type EntryWrite =
+  /** Write the entry unless one exists already (an existing entry is kept as it is). */
+  | { op: 'put'; collection: string; id: string; entry: unknown }
+  /** Move the entry between collections, byte for byte. */
+  | { op: 'move'; from: string; to: string; id: string };
+
+/** A lease on one unit of a stage's work (a proposal id, or a source key). */
+export interface Lease {
+  stage: string;
+  key: string;
+  /** Fencing token: a commit under a lease that is no longer current is refused. */
+  token: string;
+}
+
+/** One change of one proposal, committed whole or not at all. */
+export interface Change {
+  id: string;
+  /** The version the change was computed from: the commit applies only if the proposal is still at it. */
+  version: string;
+  next: Proposal;
+  /** At least one row; a change that moves through two transitions (judge, then promote) has two. */
+  audit: AuditRow[];
+  ledger?: LedgerWrite[];
+  entries?: EntryWrite[];
+  /** The lease the change was computed under, checked at commit time. */
+  lease?: Lease;
+}
+
+export type CommitResult =
+  | { ok: true; version: string }
+  /** changed: not at `version` any more; missing: gone; lease: the lease expired and someone else may hold the work; entry: a move found no entry to move. */
+  | { ok: false; reason: 'changed' | 'missing' | 'lease' | 'entry'; detail?: string };
+
+export interface NewProposal {
+  proposal: Proposal & { id: string };
+  /** The source key the proposal is made from (shipped: the artifact id); unique in the store. */
+  key: string;
+  audit: AuditRow;
+}
 
 export type CreateResult = { ok: true; version: string } | { ok: false; reason: 'key_exists'; existing: string };
 
-export interface Claim {
-  release(): Promise<void>;
+/** A work queue: proposals matching a query, or explicit keys (source records). */
+export type Queue = { query: Query } | { keys: readonly string[] };
+
+export interface Claimed {
+  leases: Lease[];
+  /** Where the next claim of this queue should continue (keyset); absent when it is exhausted. */
+  next?: string;
+}
+
+/** Validated model answers (SPEC §6): never required for correctness. */
+export interface AnswerCache {
+  get(key: string): Promise<unknown | undefined>;
+  put(key: string, value: unknown): Promise<void>;
 }
 
 export interface Store {
-  /** Where it lives, for messages. */
+  /** Where it lives, for messages (a path, or a URL without credentials). */
   readonly location: string;
+  readonly cache: AnswerCache;
+  /** Has anything ever been written here? (Read-only commands say so when not.) */
+  exists(): Promise<boolean>;
+
   read(id: string): Promise<ReadResult>;
-  /** Every proposal in `status` (all when undefined), sorted by id; malformed files reported, not thrown. */
-  list(status?: string): Promise<Listing>;
-  /**
-   * Ids (sorted) in a status, without reading the proposals; `without` keeps only those that lack
-   * a marked field (one of the store's `marks`, e.g. a promotion stamp).
-   */
-  ids(status: string, options?: { without?: string }): Promise<{ ids: string[]; malformed: string[] }>;
+  /** The documents matching `query`, in id order; malformed ones are yielded as such, never thrown. */
+  list(query?: Query): AsyncIterable<Listed>;
+  /** The index entries matching `query`, in id order, without reading the documents. */
+  index(query?: Query): AsyncIterable<IndexEntry>;
   counts(states: readonly string[]): Promise<Counts>;
-  /** Every proposal's status (and marked fields) in one pass, without reading the proposals. */
-  statuses(): Promise<{ byId: Map<string, { status: string; marked: string[] }>; malformed: string[] }>;
-  /** Is this source key taken by a proposal? (Ledger rows are checked by the caller.) */
-  keyOwner(key: string): Promise<string | undefined>;
-  /** Create a proposal; refuses a key already taken. Writes the file, then the audit row. */
-  create(proposal: Proposal & { id: string }, key: string, audit: AuditRow): Promise<CreateResult>;
-  /** Replace a proposal only if it is still at `version`; then the audit row, then the ledger rows. */
-  commit(id: string, version: string, next: Proposal, audit: AuditRow | null, rows: readonly LedgerRow[]): Promise<CommitResult>;
+
+  /** Is this source key handled: taken by a proposal, or recorded in a declining ledger? */
+  keyHandled(key: string): Promise<{ by: 'proposal'; id: string } | { by: 'ledger' } | undefined>;
+  create(input: NewProposal): Promise<CreateResult>;
+  commit(change: Change): Promise<CommitResult>;
+  /** Append a row that belongs to no proposal commit (a declined source record). */
   appendLedger(ledger: string, row: Record<string, unknown>): Promise<void>;
-  readLedger(ledger: string): Promise<Record<string, unknown>[]>;
-  /** Does the ledger hold a row whose `field` is `value`? (Cheap to ask repeatedly.) */
-  ledgerHas(ledger: string, field: string, value: unknown): Promise<boolean>;
-  appendAudit(row: AuditRow): Promise<void>;
-  /** The latest audit row of a proposal. */
+
+  /** The rows of a ledger, oldest first; torn lines are skipped. */
+  ledger(ledger: string): AsyncIterable<Record<string, unknown>>;
+  /** The audit log, oldest first; `id` narrows it to one proposal. */
+  audit(options?: { id?: string }): AsyncIterable<AuditRow>;
+  /** A proposal's latest audit row. */
   lastAudit(id: string): Promise<AuditRow | undefined>;
-  /**
-   * The latest audit row's event and target of every proposal, kept incrementally (cheap to ask
-   * again); `save` persists what was learned now.
-   */
-  lastAudits(options?: { save?: boolean }): Promise<Map<string, { event: string; to: string }>>;
-  readAudit(): Promise<AuditRow[]>;
-  /** Run `fn` holding the proposal's commit lock (commits hold it across the file and its rows). */
-  locked<T>(id: string, fn: () => Promise<T>): Promise<T>;
-  /** Take a proposal (or a source key) for a stage run; null when another live run holds it. */
-  claim(stage: string, key: string): Promise<Claim | null>;
-  /** One JSON entry per proposal in a named collection (e.g. the pool). Never overwritten. */
+
   readEntry(collection: string, id: string): Promise<unknown | undefined>;
-  writeEntry(collection: string, id: string, entry: unknown): Promise<'written' | 'exists'>;
-  /** Cached model answers (§6): never required for correctness. */
-  cacheGet(key: string): Promise<unknown | undefined>;
-  cachePut(key: string, value: unknown): Promise<void>;
-  /** Remove what killed processes left behind (temp files); returns how many. Safe at any time. */
-  sweep(): Promise<number>;
-  /** A path under the store, for messages ("pool entries are in …"). */
-  pathOf(collection: string, id?: string): string;
+  /** Ids of the entries in a collection, sorted. */
+  entries(collection: string): AsyncIterable<string>;
+  /** A named document outside any proposal's commit (a prune receipt); never overwritten. */
+  writeDocument(collection: string, name: string, document: unknown): Promise<'written' | 'exists'>;
+
+  /** Lease up to `max` units of a stage's queue for `ttlMs`; skips what others hold. */
+  claim(stage: string, queue: Queue, max: number, ttlMs: number): Promise<Claimed>;
+  /** Renew leases; returns those still held (a lost one must not be committed). */
+  renew(leases: readonly Lease[], ttlMs: number): Promise<Lease[]>;
+  release(leases: readonly Lease[]): Promise<void>;
+  /** Units of the queue that someone else holds right now. */
+  held(stage: string, queue: Queue): Promise<string[]>;
+
+  /** Finish whatever a crashed writer left half-done; cheap when there is nothing. Returns how many commits were finished. */
+  recover(): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** What a backend needs to know of a pipeline to keep its data (names only, no behaviour). */
+export interface StoreLayout {
+  ledgers: Record<string, string>;
+  /** Fields whose presence listings can filter on without reading documents (promotion stamps). */
+  marks: string[];
+  /** The proposal field holding the source key, and the ledgers whose rows also mark a key handled. */
+  key: { field: string; ledgers: string[] };
 }
 
 /** Proposal files are pretty-printed JSON, 2-space indent, trailing newline (SPEC §4). */

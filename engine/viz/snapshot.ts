@@ -32,13 +32,14 @@ export async function readSnapshot(store: Store, states: readonly string[], titl
   for (const state of states) {
     const rows: ProposalRow[] = [];
     if ((counts[state] ?? 0) > 0) {
-      const { ids } = await store.ids(state);
-      for (const id of ids.slice(0, cap)) {
-        const read = await store.read(id);
-        if (read.kind === 'malformed') bad.add(id);
-        if (read.kind !== 'found' || read.stored.proposal['status'] !== state) continue;
-        const value = title ? getPath(read.stored.proposal, title) : undefined;
-        rows.push({ id, title: typeof value === 'string' ? value.replace(/\s+/g, ' ').trim() : null });
+      for await (const listed of store.list({ status: state })) {
+        if (listed.kind === 'malformed') {
+          bad.add(listed.id);
+          continue;
+        }
+        const value = title ? getPath(listed.stored.proposal, title) : undefined;
+        rows.push({ id: listed.stored.id, title: typeof value === 'string' ? value.replace(/\s+/g, ' ').trim() : null });
+        if (rows.length >= cap) break;
       }
     }
     proposals[state] = rows;

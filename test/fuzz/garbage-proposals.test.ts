@@ -69,9 +69,11 @@ describe('garbage proposal files', () => {
         const { counts, malformed } = await t.store.counts(states);
         expect(Object.values(counts).reduce((sum, count) => sum + count, 0)).toBe(t.ids.length);
         for (const id of written.keys()) expect(malformed).toContain(id);
-        const listing = await t.store.list('confirmed');
-        expect(listing.items.map((item) => item.id).sort()).toEqual([...t.ids].sort());
-        for (const id of written.keys()) expect(listing.malformed).toContain(id);
+        const found: string[] = [];
+        const bad: string[] = [];
+        for await (const listed of t.store.list({ status: 'confirmed' })) (listed.kind === 'found' ? found : bad).push(listed.kind === 'found' ? listed.stored.id : listed.id);
+        expect(found.sort()).toEqual([...t.ids].sort());
+        for (const id of written.keys()) expect(bad).toContain(id);
         for (const id of written.keys()) expect((await t.engine.read(id)).ok).toBe(false);
         expectUntouched(t.storeDir, written);
       }),

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { JudgeStageDef } from '../../engine/config/types.js';
 import type { Provider, ProviderResult } from '../../engine/providers/types.js';
-import { runStage } from '../../engine/runner/stage-runs.js';
+import { runStage } from '../../engine/stages/index.js';
 import { judgeWithProviders } from '../../engine/stages/judge.js';
 import { ROOT } from '../helpers.js';
 import { confirmedStore } from '../torture/harness.js';

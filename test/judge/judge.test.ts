@@ -11,6 +11,7 @@ import type { Provider, ProviderRequest, ProviderResult } from '../../engine/pro
 import { judgeWithProviders, judgeWithVerdicts } from '../../engine/stages/judge.js';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
 import { proposalInput, proposalJson, SECRET_FILE, storedOf, testEngine, type TestEngine } from '../helpers.js';
+import { openFileStore } from '../../engine/store/open.js';
 
 let t: TestEngine;
 let stage: JudgeStageDef;
@@ -166,14 +167,14 @@ describe('could not be judged: no transition, nothing written', () => {
     ['a string element', ['standard', { judge_type: 'adversarial', score: 0.9, passed: true, criterion_scores: allGood }]],
   ])('for external verdicts: %s', async (_name, verdicts) => {
     const id = await confirmed('org');
-    await expectUnjudged(id, async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: true, value: verdicts }, 'cli'), /./);
+    await expectUnjudged(id, async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: true, value: verdicts }, { actor: 'cli' }), /./);
   });
 
   it('for external verdicts that are not a JSON array, even at a tier with no jury', async () => {
     const id = await confirmed('private');
-    await expectUnjudged(id, async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: false, reason: 'the verdicts are not valid JSON' }, 'cli'), /not valid JSON/);
-    await expectUnjudged(id, async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: true, value: 'approve' }, 'cli'), /not a JSON array/);
-    const approved = await judgeWithVerdicts(t.engine, stage, await stored(id), { ok: true, value: [] }, 'cli');
+    await expectUnjudged(id, async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: false, reason: 'the verdicts are not valid JSON' }, { actor: 'cli' }), /not valid JSON/);
+    await expectUnjudged(id, async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: true, value: 'approve' }, { actor: 'cli' }), /not a JSON array/);
+    const approved = await judgeWithVerdicts(t.engine, stage, await stored(id), { ok: true, value: [] }, { actor: 'cli' });
     expect(approved.outcome).toMatchObject({ kind: 'committed', to: 'approved' });
   });
 });
@@ -279,18 +280,20 @@ describe('the shipped offline judges', () => {
 });
 
 describe('runs', () => {
-  it('leave a proposal another run holds to that run, and say so', async () => {
-    const { runStage } = await import('../../engine/runner/stage-runs.js');
+  it('leave a proposal another run holds to that run, say so, and count it as left for a retry', async () => {
+    const { runStage } = await import('../../engine/stages/index.js');
     const held = await confirmed('org');
     const free = await confirmed('org');
-    const claim = await t.store.claim(stage.name, held);
+    const other = openFileStore(t.pipeline, t.storeDir);
+    const claim = await other.claim(stage.name, { keys: [held] }, 1, 60_000);
     const notes: string[] = [];
-    const summary = await runStage(t.engine, stage, { concurrency: 2, dryRun: false, yes: true, useCache: true, cwd: t.storeDir, interactive: false, ask: async () => false, progress: () => ({ tick() {}, done() {} }), note: (line) => notes.push(line), providers: panel(() => verdict()).source });
-    await claim!.release();
+    const summary = await runStage(t.engine, stage, { concurrency: 2, dryRun: false, yes: true, useCache: true, cwd: t.storeDir, interactive: false, ask: async () => false, progress: () => ({ tick() {}, done() {} }), note: (line) => notes.push(line), providers: panel(() => verdict()).source, heldGraceMs: 50 });
+    await other.release(claim.leases);
     expect(summary.counts).toMatchObject({ approved: 1, held_by_another_run: 1 });
+    expect(summary.unjudged).toEqual([held]);
     expect(read(held).status).toBe('confirmed');
     expect(read(free).status).toBe('approved');
-    expect(notes.join('\n')).toMatch(new RegExp(`${held}: another run is judging it`));
+    expect(notes.join('\n')).toMatch(new RegExp(`${held}: another run still holds it`));
   });
 });
 
@@ -298,7 +301,7 @@ describe('promotion right after a verdict', () => {
   it('leaves the verdict when promotion fails, and promote later finishes it', async () => {
     writeFileSync(SECRET_FILE, 'not hex\n', { mode: 0o600 });
     onTestFinished(() => rmSync(SECRET_FILE, { force: true }));
-    const { runStage } = await import('../../engine/runner/stage-runs.js');
+    const { runStage } = await import('../../engine/stages/index.js');
     const id = await confirmed('org');
     const notes: string[] = [];
     const summary = await runStage(t.engine, stage, { concurrency: 2, dryRun: false, yes: true, useCache: true, cwd: t.storeDir, interactive: false, ask: async () => false, progress: () => ({ tick() {}, done() {} }), note: (line) => notes.push(line), providers: panel(() => verdict()).source });

@@ -38,7 +38,7 @@ async function judged(visibility: string, passes = true): Promise<string> {
   const created = await t.engine.propose(proposalInput(), { stage: 'test', actor: 'cli' });
   if (created.kind !== 'committed') throw new Error(JSON.stringify(created));
   await runReviewCommand(t.engine, findReviewCommand(t.pipeline, 'confirm')!, created.id, { visibility }, 'cli');
-  const result = await judgeWithVerdicts(t.engine, judgeStage, await stored(created.id), { ok: true, value: panel(passes) }, 'cli');
+  const result = await judgeWithVerdicts(t.engine, judgeStage, await stored(created.id), { ok: true, value: panel(passes) }, { actor: 'cli' });
   if (result.outcome.kind !== 'committed') throw new Error(JSON.stringify(result.outcome));
   return created.id;
 }

@@ -33,7 +33,7 @@ async function scenario(): Promise<Scenario> {
   await t.store.appendLedger('declined', { artifact_id: '01JBQ999999999999999999999', reason: 'no_versions', detail: null, declined_at: '2026-11-01T12:00:00Z' });
   await t.store.appendLedger('declined', declinedRow(gone));
   await t.store.appendLedger('declined', { ...declinedRow(shadowed), verdict: { ...shadowed.verdict, judges: panel(0.1, 0.1, 0.1) } });
-  unlinkSync(t.store.pathOf('proposals', gone.id));
+  unlinkSync(path.join(t.storeDir, 'proposals', `${gone.id}.json`));
   return { t, lowGenerality, strong, gone, shadowed };
 }
 

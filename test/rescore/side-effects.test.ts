@@ -49,8 +49,8 @@ describe('pipeline rescore side effects', () => {
     const gone = await commitJudged(t, ORG, panel(0.7, 0.7, 0.9));
     await commitJudged(t, null);
     await t.store.appendLedger('declined', declinedRow(gone));
-    rmSync(t.store.pathOf('proposals', gone.id));
-    await t.store.list(); // bring the store's listing cache (.index/) up to date, as `status` would
+    rmSync(path.join(t.storeDir, 'proposals', `${gone.id}.json`));
+    await t.store.counts([]); // bring the store's listing cache (.index/) up to date, as `status` would
     const before = snapshotTree(t.storeDir);
     const args = ['--dir', spy.dir, '--store', t.storeDir, 'rescore', '--rubric', 'test/fixtures/rescore/raised-floor.yaml', '--rubric', 'test/fixtures/rescore/reweighted.yaml'];
 

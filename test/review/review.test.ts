@@ -3,13 +3,14 @@
  * proposal file and ledgers being byte-for-byte unchanged), the idempotent repeats, and the
  * byte-identical confirm → unconfirm round trip.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Engine } from '../../engine/engine.js';
 import type { Outcome } from '../../engine/outcome.js';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
-import { proposalInput, testEngine, type TestEngine } from '../helpers.js';
+import { BIN, proposalInput, ROOT, testEngine, type TestEngine } from '../helpers.js';
 
 let t: TestEngine;
 beforeEach(async () => {
@@ -242,15 +243,20 @@ describe('pass', () => {
     expect(again.kind === 'refused' && again.message).toMatch(/already proposed/);
   });
 
-  it('repairs a missing passed.jsonl row on a repeat after a crash', async () => {
+  it('finishes a pass killed between its file and its ledger row, on the next command: one row, the first reason', async () => {
     const id = await propose(t.engine);
-    await review('pass', id, { reason: 'first' });
-    writeFileSync(path.join(t.storeDir, 'passed.jsonl'), '');
-    await review('pass', id, { reason: 'first' });
+    const env = { ...process.env, PIPELINE_STORE: t.storeDir, PIPELINE_CONFIG_CACHE: 'off', PIPELINE_FAILPOINT: 'document' };
+    const killed = spawnSync(process.execPath, [BIN, 'pass', id, 'first'], { cwd: ROOT, env, encoding: 'utf8' });
+    expect(killed.signal).toBe('SIGKILL');
+    expect(proposal(id)['status']).toBe('passed');
+    expect(existsSync(path.join(t.storeDir, 'passed.jsonl'))).toBe(false);
+    await review('pass', id, { reason: 'second' });
     const rows = readFileSync(path.join(t.storeDir, 'passed.jsonl'), 'utf8').trim().split('\n');
     expect(rows).toHaveLength(1);
-    // the repaired row carries the proposal's own passed_at, not the time of the repeat
-    expect(JSON.parse(rows[0]!)).toMatchObject({ lesson_id: id, passed_at: proposal(id)['passed_at'] });
+    // the row is the interrupted commit's: its reason and the proposal's own passed_at
+    expect(JSON.parse(rows[0]!)).toMatchObject({ lesson_id: id, reason: 'first', passed_at: proposal(id)['passed_at'] });
+    const audit = readFileSync(path.join(t.storeDir, 'events.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    expect(audit.filter((row) => row.id === id).map((row) => [row.event, row.repaired ?? false])).toEqual([['create', false], ['pass', true]]);
   });
 });
 

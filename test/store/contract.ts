@@ -1,180 +1,317 @@
 /**
- * The store contract: every backend (the file store today; SQLite or PostgreSQL tomorrow) must
- * pass this suite. Behaviour only — nothing here knows how a store keeps its data.
+ * The store contract: every backend (file, memory, PostgreSQL) must pass this suite, the way
+ * hono runs one suite against every router. Behaviour only — nothing here knows how a store
+ * keeps its data.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { AuditRow, Store } from '../../engine/store/types.js';
+import type { AuditRow, Change, Lease, Store, StoreLayout } from '../../engine/store/types.js';
 
 export interface ContractHooks {
-  /** A fresh, empty store that indexes the presence of `promoted_at`. */
-  make(): Promise<Store>;
-  /** A second handle on the same store (another process, in effect). */
+  /** A fresh, empty store with `layout`. */
+  make(layout: StoreLayout): Promise<Store>;
+  /** A second handle on the same store: another process (another worker), in effect. */
   reopen(store: Store): Promise<Store>;
   /** Put raw garbage where a proposal with this id would be. */
   corrupt(store: Store, id: string, text: string): Promise<void>;
+  /** Make the holder of a lease look dead (killed, or its lease expired). */
+  expire(store: Store, lease: Lease): Promise<void>;
 }
 
+export const LAYOUT: StoreLayout = {
+  ledgers: { declined: 'declined.jsonl', passed: 'passed.jsonl' },
+  marks: ['promoted_at'],
+  key: { field: 'artifact_id', ledgers: ['declined'] },
+};
+
 const ids = ['01ARZ3NDEKTSV4RRFFQ69G5FA1', '01ARZ3NDEKTSV4RRFFQ69G5FA2', '01ARZ3NDEKTSV4RRFFQ69G5FA3', '01ARZ3NDEKTSV4RRFFQ69G5FA4'];
+const [A, B, C, D] = ids as [string, string, string, string];
 const audit = (id: string, to: string, from: string | null = null, event = 'create'): AuditRow => ({ at: '2026-11-01T00:00:00Z', id, event, from, to, stage: 'test', actor: 'cli' });
-const proposal = (id: string, status = 'pending', key = `key-${id}`) => ({ id, artifact_id: key, created_at: '2026-11-01T00:00:00Z', status, candidate: { claim: `claim ${id}` } });
+const proposal = (id: string, status = 'pending', key = `key-${id}`, extra: Record<string, unknown> = {}) => ({ id, artifact_id: key, created_at: '2026-11-01T00:00:00Z', status, candidate: { claim: `claim ${id}` }, ...extra });
+
+async function all<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+async function created(store: Store, id: string, status = 'pending', key = `key-${id}`, extra: Record<string, unknown> = {}): Promise<string> {
+  const result = await store.create({ proposal: proposal(id, status, key, extra), key, audit: audit(id, status) });
+  if (!result.ok) throw new Error(`create ${id}: ${JSON.stringify(result)}`);
+  return result.version;
+}
+
+function change(id: string, version: string, status: string, more: Partial<Change> = {}): Change {
+  return { id, version, next: proposal(id, status), audit: [audit(id, status, 'pending', 'move')], ...more };
+}
 
 export function storeContract(name: string, hooks: ContractHooks): void {
+  const make = () => hooks.make(LAYOUT);
+
   describe(`store contract: ${name}`, () => {
-    it('creates and reads back a proposal with a version', async () => {
-      const store = await hooks.make();
-      const created = await store.create(proposal(ids[0]!), `key-${ids[0]}`, audit(ids[0]!, 'pending'));
-      expect(created.ok).toBe(true);
-      const read = await store.read(ids[0]!);
-      expect(read.kind).toBe('found');
-      expect(read.kind === 'found' && read.stored.proposal).toEqual(proposal(ids[0]!));
-      expect(read.kind === 'found' && created.ok && read.stored.version).toBe(created.ok ? created.version : '');
+    describe('proposals', () => {
+      it('creates and reads back a proposal with a version', async () => {
+        const store = await make();
+        const version = await created(store, A);
+        const read = await store.read(A);
+        expect(read.kind).toBe('found');
+        expect(read.kind === 'found' && read.stored.proposal).toEqual(proposal(A));
+        expect(read.kind === 'found' && read.stored.version).toBe(version);
+        expect(await all(store.audit())).toEqual([audit(A, 'pending')]);
+      });
+
+      it('reports a missing proposal as missing, and an empty store as not existing', async () => {
+        const store = await make();
+        expect(await store.read(B)).toEqual({ kind: 'missing' });
+        expect(await store.exists()).toBe(false);
+      });
+
+      it('refuses any id that is not a ULID', async () => {
+        const store = await make();
+        for (const id of ['../../etc/passwd', 'a/b', '01arz3ndektsv4rrffq69g5fav', '']) await expect(store.read(id)).rejects.toThrow(/invalid id/);
+      });
+
+      it('refuses a second proposal for a taken key, naming its owner; a declined key is handled too', async () => {
+        const store = await make();
+        await created(store, A, 'pending', 'same');
+        const second = await store.create({ proposal: proposal(B, 'pending', 'same'), key: 'same', audit: audit(B, 'pending') });
+        expect(second).toEqual({ ok: false, reason: 'key_exists', existing: A });
+        expect(await store.keyHandled('same')).toEqual({ by: 'proposal', id: A });
+        expect(await store.keyHandled('other')).toBeUndefined();
+        expect((await store.read(B)).kind).toBe('missing');
+        await store.appendLedger('declined', { artifact_id: 'other', reason: 'no_versions' });
+        expect(await store.keyHandled('other')).toEqual({ by: 'ledger' });
+      });
+
+      it('round-trips any JSON proposal exactly, key order included', async () => {
+        const store = await make();
+        let n = 0;
+        await fc.assert(
+          fc.asyncProperty(fc.dictionary(fc.string({ minLength: 1 }).filter((key) => !['id', 'status', 'artifact_id', '__proto__'].includes(key)), fc.jsonValue(), { maxKeys: 6 }), async (extra) => {
+            n++;
+            const id = `01ARZ3NDEKTSV4RRFFQ69G${String(n).padStart(4, '0')}`;
+            const value = { id, artifact_id: `prop-${n}`, status: 'pending', ...extra };
+            const result = await store.create({ proposal: value, key: `prop-${n}`, audit: audit(id, 'pending') });
+            if (!result.ok) return false;
+            const read = await store.read(id);
+            return read.kind === 'found' && JSON.stringify(read.stored.proposal) === JSON.stringify(JSON.parse(JSON.stringify(value)));
+          }),
+          { numRuns: 40 },
+        );
+      });
     });
 
-    it('reports a missing proposal as missing', async () => {
-      const store = await hooks.make();
-      expect(await store.read(ids[1]!)).toEqual({ kind: 'missing' });
+    describe('commits', () => {
+      it('commit only onto the version that was read; a stale one writes nothing at all', async () => {
+        const store = await make();
+        const version = await created(store, A);
+        expect((await store.commit(change(A, version, 'confirmed'))).ok).toBe(true);
+        const stale = await store.commit(change(A, version, 'passed', { ledger: [{ ledger: 'passed', row: { id: A } }], entries: [{ op: 'put', collection: 'approved', id: A, entry: { v: 1 } }] }));
+        expect(stale).toEqual({ ok: false, reason: 'changed' });
+        const read = await store.read(A);
+        expect(read.kind === 'found' && read.stored.proposal['status']).toBe('confirmed');
+        expect(await all(store.ledger('passed'))).toEqual([]);
+        expect(await store.readEntry('approved', A)).toBeUndefined();
+        expect((await all(store.audit())).map((row) => row.to)).toEqual(['pending', 'confirmed']);
+      });
+
+      it('lets exactly one of racing commits of the same version win, from any handle', async () => {
+        const store = await make();
+        const other = await hooks.reopen(store);
+        const version = await created(store, A);
+        const results = await Promise.all(['confirmed', 'passed', 'confirmed', 'passed'].map((status, i) => (i % 2 ? other : store).commit(change(A, version, status))));
+        expect(results.filter((result) => result.ok)).toHaveLength(1);
+        expect(await all(store.audit({ id: A }))).toHaveLength(2);
+      });
+
+      it('refuses a commit on a missing proposal', async () => {
+        const store = await make();
+        expect(await store.commit(change(C, 'x', 'confirmed'))).toEqual({ ok: false, reason: 'missing' });
+      });
+
+      it('lands the proposal, its audit rows, ledger rows and pool entries together', async () => {
+        const store = await make();
+        const version = await created(store, A);
+        const rows = [audit(A, 'approved', 'pending', 'approve'), audit(A, 'approved', 'approved', 'promote')];
+        const result = await store.commit({ ...change(A, version, 'approved'), audit: rows, ledger: [{ ledger: 'declined', row: { id: A, reason: 'r' } }], entries: [{ op: 'put', collection: 'approved', id: A, entry: { id: A, n: 1 } }] });
+        expect(result.ok).toBe(true);
+        expect((await all(store.audit({ id: A }))).slice(1)).toEqual(rows);
+        expect(await store.lastAudit(A)).toEqual(rows[1]);
+        expect(await all(store.ledger('declined'))).toEqual([{ id: A, reason: 'r' }]);
+        expect(await store.readEntry('approved', A)).toEqual({ id: A, n: 1 });
+        expect(await all(store.entries('approved'))).toEqual([A]);
+      });
+
+      it('never overwrites an entry, and appends a `once` row only when none names the proposal', async () => {
+        const store = await make();
+        let version = await created(store, A);
+        const first = await store.commit({ ...change(A, version, 'confirmed'), ledger: [{ ledger: 'declined', row: { id: A, n: 1 }, once: 'id' }], entries: [{ op: 'put', collection: 'approved', id: A, entry: { v: 1 } }] });
+        version = first.ok ? first.version : '';
+        const second = await store.commit({ ...change(A, version, 'approved'), audit: [audit(A, 'approved', 'confirmed', 'x')], ledger: [{ ledger: 'declined', row: { id: A, n: 2 }, once: 'id' }], entries: [{ op: 'put', collection: 'approved', id: A, entry: { v: 2 } }] });
+        expect(second.ok).toBe(true);
+        expect(await store.readEntry('approved', A)).toEqual({ v: 1 });
+        expect(await all(store.ledger('declined'))).toEqual([{ id: A, n: 1 }]);
+      });
+
+      it('moves an entry between collections byte for byte, and refuses a move with nothing to move, writing nothing', async () => {
+        const store = await make();
+        let version = await created(store, A);
+        const entry = { id: A, claim: 'x', nested: { list: [1, 'two', null] } };
+        let result = await store.commit({ ...change(A, version, 'approved'), entries: [{ op: 'put', collection: 'approved', id: A, entry }] });
+        version = result.ok ? result.version : '';
+        result = await store.commit({ ...change(A, version, 'archived'), audit: [audit(A, 'archived', 'approved', 'archive')], entries: [{ op: 'move', from: 'approved', to: 'archived', id: A }] });
+        expect(result.ok).toBe(true);
+        version = result.ok ? result.version : '';
+        expect(await store.readEntry('approved', A)).toBeUndefined();
+        expect(await store.readEntry('archived', A)).toEqual(entry);
+        const refused = await store.commit({ ...change(A, version, 'archived'), audit: [audit(A, 'archived', 'approved', 'archive')], entries: [{ op: 'move', from: 'approved', to: 'archived', id: A }] });
+        expect(refused).toMatchObject({ ok: false, reason: 'entry' });
+        expect(await all(store.audit({ id: A }))).toHaveLength(3);
+        result = await store.commit({ ...change(A, version, 'approved'), audit: [audit(A, 'approved', 'archived', 'restore')], entries: [{ op: 'move', from: 'archived', to: 'approved', id: A }] });
+        expect(result.ok).toBe(true);
+        expect(await store.readEntry('approved', A)).toEqual(entry);
+        expect(await all(store.entries('archived'))).toEqual([]);
+      });
+
+      it('refuses a commit under a lease that is not (or no longer) the committer’s', async () => {
+        const store = await make();
+        const other = await hooks.reopen(store);
+        const version = await created(store, A);
+        const { leases } = await store.claim('judge', { keys: [A] }, 1, 60_000);
+        const lease = leases[0]!;
+        expect((await other.commit({ ...change(A, version, 'confirmed'), lease }))).toEqual({ ok: false, reason: 'lease' });
+        await hooks.expire(store, lease);
+        const taken = await other.claim('judge', { keys: [A] }, 1, 60_000);
+        expect(taken.leases).toHaveLength(1);
+        expect(await store.commit({ ...change(A, version, 'confirmed'), lease })).toEqual({ ok: false, reason: 'lease' });
+        expect((await other.commit({ ...change(A, version, 'confirmed'), lease: taken.leases[0]! })).ok).toBe(true);
+      });
+
+      it('appends standalone ledger rows whole, in order', async () => {
+        const store = await make();
+        await store.appendLedger('declined', { artifact_id: 'a', reason: 'r' });
+        await store.appendLedger('declined', { artifact_id: 'b', reason: 'line\nbreak' });
+        expect(await all(store.ledger('declined'))).toEqual([{ artifact_id: 'a', reason: 'r' }, { artifact_id: 'b', reason: 'line\nbreak' }]);
+        expect(await all(store.ledger('passed'))).toEqual([]);
+      });
+
+      it('writes a named document once and never overwrites it', async () => {
+        const store = await make();
+        expect(await store.writeDocument('prune-receipts', '2026-11-01T00:00:00Z.json', { v: 1 })).toBe('written');
+        expect(await store.writeDocument('prune-receipts', '2026-11-01T00:00:00Z.json', { v: 2 })).toBe('exists');
+      });
     });
 
-    it('refuses a second proposal for a taken key, naming its owner', async () => {
-      const store = await hooks.make();
-      await store.create(proposal(ids[0]!, 'pending', 'same'), 'same', audit(ids[0]!, 'pending'));
-      const second = await store.create(proposal(ids[1]!, 'pending', 'same'), 'same', audit(ids[1]!, 'pending'));
-      expect(second).toEqual({ ok: false, reason: 'key_exists', existing: ids[0] });
-      expect(await store.keyOwner('same')).toBe(ids[0]);
-      expect(await store.keyOwner('other')).toBeUndefined();
-      expect((await store.read(ids[1]!)).kind).toBe('missing');
+    describe('listings', () => {
+      it('lists by status (or statuses) in id order with keyset paging, and counts every state with zeros', async () => {
+        const store = await make();
+        for (const [index, id] of [...ids].reverse().entries()) await created(store, id, index % 2 ? 'confirmed' : 'pending', `k${index}`);
+        const ofStatus = async (status: string | string[], after?: string) => (await all(store.list({ status, ...(after ? { after } : {}) }))).map((item) => (item.kind === 'found' ? item.stored.id : item.id));
+        expect(await ofStatus('pending')).toEqual([B, D]);
+        expect(await ofStatus('confirmed')).toEqual([A, C]);
+        expect(await ofStatus(['pending', 'confirmed'], B)).toEqual([C, D]);
+        expect((await all(store.index())).map((entry) => entry.id)).toEqual(ids);
+        const { counts, malformed, unknown } = await store.counts(['pending', 'confirmed', 'passed']);
+        expect(counts).toEqual({ pending: 2, confirmed: 2, passed: 0 });
+        expect(malformed).toEqual([]);
+        expect(unknown).toEqual({});
+      });
+
+      it('counts a status the lifecycle does not know apart, whatever its name', async () => {
+        const store = await make();
+        await created(store, A, 'constructor');
+        await created(store, B, '__proto__', 'k2');
+        const { counts, unknown } = await store.counts(['pending']);
+        expect(counts).toEqual({ pending: 0 });
+        expect(Object.entries(unknown).sort()).toEqual([['__proto__', 1], ['constructor', 1]]);
+      });
+
+      it('lists the proposals that lack a marked field (a stamp) without reading them', async () => {
+        const store = await make();
+        await created(store, A, 'approved', 'k0', { promoted_at: '2026-11-01T00:00:00Z' });
+        await created(store, B, 'approved', 'k1');
+        expect((await all(store.index({ status: 'approved' }))).map((entry) => entry.id)).toEqual([A, B]);
+        expect((await all(store.index({ status: 'approved', without: 'promoted_at' }))).map((entry) => entry.id)).toEqual([B]);
+        expect((await all(store.index({ status: 'approved' })))[0]).toEqual({ id: A, status: 'approved', marks: ['promoted_at'] });
+      });
+
+      it('reports a malformed proposal by id and never counts it or lists it as a proposal', async () => {
+        const store = await make();
+        await created(store, A);
+        await hooks.corrupt(store, B, '{"id": "trunc');
+        await hooks.corrupt(store, C, '');
+        await hooks.corrupt(store, D, '[1, 2]');
+        const { counts, malformed } = await store.counts(['pending']);
+        expect(counts).toEqual({ pending: 1 });
+        expect(malformed).toEqual([B, C, D]);
+        const listing = await all(store.list({ status: 'pending' }));
+        expect(listing.filter((item) => item.kind === 'found').map((item) => item.kind === 'found' && item.stored.id)).toEqual([A]);
+        expect(listing.filter((item) => item.kind === 'malformed').map((item) => item.kind === 'malformed' && item.id)).toEqual([B, C, D]);
+        expect((await store.read(B)).kind).toBe('malformed');
+      });
+
+      it('gives each proposal its audit history in order, and its last row', async () => {
+        const store = await make();
+        const version = await created(store, A);
+        await created(store, B);
+        await store.commit(change(A, version, 'confirmed'));
+        expect((await all(store.audit({ id: A }))).map((row) => row.to)).toEqual(['pending', 'confirmed']);
+        expect((await store.lastAudit(A))?.to).toBe('confirmed');
+        expect((await store.lastAudit(B))?.to).toBe('pending');
+        expect(await store.lastAudit(C)).toBeUndefined();
+      });
     });
 
-    it('commits only onto the version that was read', async () => {
-      const store = await hooks.make();
-      const created = await store.create(proposal(ids[0]!), 'k', audit(ids[0]!, 'pending'));
-      const version = created.ok ? created.version : '';
-      const first = await store.commit(ids[0]!, version, proposal(ids[0]!, 'confirmed', 'k'), audit(ids[0]!, 'confirmed', 'pending', 'confirm'), []);
-      expect(first.ok).toBe(true);
-      const stale = await store.commit(ids[0]!, version, proposal(ids[0]!, 'passed', 'k'), audit(ids[0]!, 'passed', 'pending', 'pass'), [{ ledger: 'passed', row: { id: ids[0] } }]);
-      expect(stale).toEqual({ ok: false, reason: 'changed' });
-      const read = await store.read(ids[0]!);
-      expect(read.kind === 'found' && read.stored.proposal['status']).toBe('confirmed');
-      expect(await store.readLedger('passed')).toEqual([]);
-      expect((await store.readAudit()).map((row) => row.to)).toEqual(['pending', 'confirmed']);
-    });
+    describe('leases', () => {
+      it('gives a unit to one holder at a time, per stage, across handles', async () => {
+        const store = await make();
+        const other = await hooks.reopen(store);
+        const first = await store.claim('judge', { keys: [A] }, 10, 60_000);
+        expect(first.leases.map((lease) => lease.key)).toEqual([A]);
+        expect((await other.claim('judge', { keys: [A] }, 10, 60_000)).leases).toEqual([]);
+        expect(await other.held('judge', { keys: [A, B] })).toEqual([A]);
+        expect(await store.held('judge', { keys: [A, B] })).toEqual([]);
+        expect((await other.claim('promote', { keys: [A] }, 10, 60_000)).leases).toHaveLength(1);
+        await store.release(first.leases);
+        expect((await other.claim('judge', { keys: [A] }, 10, 60_000)).leases).toHaveLength(1);
+      });
 
-    it('lets exactly one of two racing commits of the same version win', async () => {
-      const store = await hooks.make();
-      const created = await store.create(proposal(ids[0]!), 'k', audit(ids[0]!, 'pending'));
-      const version = created.ok ? created.version : '';
-      const results = await Promise.all(['confirmed', 'passed', 'confirmed', 'passed'].map((status) => store.commit(ids[0]!, version, proposal(ids[0]!, status, 'k'), audit(ids[0]!, status, 'pending'), [])));
-      expect(results.filter((result) => result.ok)).toHaveLength(1);
-      expect((await store.readAudit())).toHaveLength(2);
-    });
+      it('claims a query in id order, at most `max` at a time, skipping what others hold, with a keyset cursor', async () => {
+        const store = await make();
+        const other = await hooks.reopen(store);
+        for (const id of ids) await created(store, id, 'confirmed');
+        await other.claim('judge', { keys: [B] }, 1, 60_000);
+        const first = await store.claim('judge', { query: { status: 'confirmed' } }, 2, 60_000);
+        expect(first.leases.map((lease) => lease.key)).toEqual([A, C]);
+        expect(first.next).toBeDefined();
+        const rest = await store.claim('judge', { query: { status: 'confirmed', after: first.next! } }, 2, 60_000);
+        expect(rest.leases.map((lease) => lease.key)).toEqual([D]);
+        expect(rest.next).toBeUndefined();
+        expect(await store.held('judge', { query: { status: 'confirmed' } })).toEqual([B]);
+      });
 
-    it('refuses a commit on a missing proposal', async () => {
-      const store = await hooks.make();
-      expect(await store.commit(ids[2]!, 'x', proposal(ids[2]!), null, [])).toEqual({ ok: false, reason: 'missing' });
-    });
-
-    it('lists by status sorted by id, and counts every state with zeros', async () => {
-      const store = await hooks.make();
-      for (const [index, id] of [...ids].reverse().entries()) await store.create(proposal(id, index % 2 ? 'confirmed' : 'pending'), `k${index}`, audit(id, 'pending'));
-      const pending = await store.list('pending');
-      expect(pending.items.map((item) => item.id)).toEqual([ids[1], ids[3]]);
-      expect((await store.ids('confirmed')).ids).toEqual([ids[0], ids[2]]);
-      expect((await store.list()).items.map((item) => item.id)).toEqual(ids);
-      const { counts, malformed, unknown } = await store.counts(['pending', 'confirmed', 'passed']);
-      expect(counts).toEqual({ pending: 2, confirmed: 2, passed: 0 });
-      expect(malformed).toEqual([]);
-      expect(unknown).toEqual({});
-      const { byId } = await store.statuses();
-      expect(Object.fromEntries([...byId].map(([id, entry]) => [id, entry.status]))).toEqual({ [ids[0]!]: 'confirmed', [ids[1]!]: 'pending', [ids[2]!]: 'confirmed', [ids[3]!]: 'pending' });
-    });
-
-    it('lists the ids in a status that lack a marked field (a stamp), without reading them', async () => {
-      const store = await hooks.make();
-      await store.create({ ...proposal(ids[0]!, 'approved'), promoted_at: '2026-11-01T00:00:00Z' }, 'k0', audit(ids[0]!, 'approved'));
-      await store.create(proposal(ids[1]!, 'approved'), 'k1', audit(ids[1]!, 'approved'));
-      expect((await store.ids('approved')).ids).toEqual([ids[0], ids[1]]);
-      expect((await store.ids('approved', { without: 'promoted_at' })).ids).toEqual([ids[1]]);
-      expect((await store.statuses()).byId.get(ids[0]!)).toEqual({ status: 'approved', marked: ['promoted_at'] });
-    });
-
-    it('reports a malformed proposal by id and never counts or lists it', async () => {
-      const store = await hooks.make();
-      await store.create(proposal(ids[0]!), 'k', audit(ids[0]!, 'pending'));
-      await hooks.corrupt(store, ids[1]!, '{"id": "trunc');
-      await hooks.corrupt(store, ids[2]!, '');
-      await hooks.corrupt(store, ids[3]!, '[1, 2]');
-      const { counts, malformed } = await store.counts(['pending']);
-      expect(counts).toEqual({ pending: 1 });
-      expect(malformed).toEqual([ids[1], ids[2], ids[3]]);
-      const listing = await store.list('pending');
-      expect(listing.items.map((item) => item.id)).toEqual([ids[0]]);
-      expect(listing.malformed).toEqual([ids[1], ids[2], ids[3]]);
-      expect((await store.read(ids[1]!)).kind).toBe('malformed');
-    });
-
-    it('appends whole ledger rows and audit rows, and finds the last audit row of a proposal', async () => {
-      const store = await hooks.make();
-      await store.appendLedger('declined', { artifact_id: 'a', reason: 'r' });
-      await store.appendLedger('declined', { artifact_id: 'b', reason: 'line\nbreak' });
-      expect(await store.readLedger('declined')).toEqual([{ artifact_id: 'a', reason: 'r' }, { artifact_id: 'b', reason: 'line\nbreak' }]);
-      await store.appendAudit(audit(ids[0]!, 'pending'));
-      await store.appendAudit(audit(ids[1]!, 'pending'));
-      await store.appendAudit(audit(ids[0]!, 'confirmed', 'pending', 'confirm'));
-      expect((await store.lastAudit(ids[0]!))?.to).toBe('confirmed');
-      expect(await store.lastAudit(ids[2]!)).toBeUndefined();
-    });
-
-    it('answers ledger membership by field, including rows appended later or by another store', async () => {
-      const store = await hooks.make();
-      expect(await store.ledgerHas('declined', 'id', 'x')).toBe(false);
-      await store.appendLedger('declined', { id: 'x', reason: 'r' });
-      expect(await store.ledgerHas('declined', 'id', 'x')).toBe(true);
-      expect(await store.ledgerHas('declined', 'reason', 'x')).toBe(false);
-      const other = await hooks.reopen(store);
-      await other.appendLedger('declined', { id: 'y' });
-      expect(await store.ledgerHas('declined', 'id', 'y')).toBe(true);
-    });
-
-    it('gives a claim to one holder at a time', async () => {
-      const store = await hooks.make();
-      const first = await store.claim('judge', ids[0]!);
-      expect(first).not.toBeNull();
-      expect(await store.claim('judge', ids[0]!)).toBeNull();
-      expect(await store.claim('promote', ids[0]!)).not.toBeNull();
-      await first!.release();
-      expect(await store.claim('judge', ids[0]!)).not.toBeNull();
-    });
-
-    it('writes an entry once and never overwrites it', async () => {
-      const store = await hooks.make();
-      expect(await store.writeEntry('approved', ids[0]!, { v: 1 })).toBe('written');
-      expect(await store.writeEntry('approved', ids[0]!, { v: 2 })).toBe('exists');
-      expect(await store.readEntry('approved', ids[0]!)).toEqual({ v: 1 });
+      it('takes over the work of a dead holder, and keeps a lease while it is renewed', async () => {
+        const store = await make();
+        const other = await hooks.reopen(store);
+        const { leases } = await store.claim('judge', { keys: [A, B] }, 10, 60_000);
+        expect(await store.renew(leases, 60_000)).toEqual(leases);
+        await hooks.expire(store, leases[0]!);
+        expect((await other.claim('judge', { keys: [A, B] }, 10, 60_000)).leases.map((lease) => lease.key)).toEqual([A]);
+        expect((await store.renew(leases, 60_000)).map((lease) => lease.key)).toEqual([B]);
+      });
     });
 
     it('caches values by key', async () => {
-      const store = await hooks.make();
-      expect(await store.cacheGet('k')).toBeUndefined();
-      await store.cachePut('k', { text: 'answer' });
-      expect(await store.cacheGet('k')).toEqual({ text: 'answer' });
+      const store = await make();
+      expect(await store.cache.get('k')).toBeUndefined();
+      await store.cache.put('k', { text: 'answer' });
+      expect(await store.cache.get('k')).toEqual({ text: 'answer' });
     });
 
-    it('round-trips any JSON proposal exactly', async () => {
-      const store = await hooks.make();
-      let n = 0;
-      await fc.assert(
-        fc.asyncProperty(fc.dictionary(fc.string({ minLength: 1 }).filter((key) => !['id', 'status', 'artifact_id', '__proto__'].includes(key)), fc.jsonValue(), { maxKeys: 6 }), async (extra) => {
-          n++;
-          const id = `01ARZ3NDEKTSV4RRFFQ69G${String(n).padStart(4, '0')}`;
-          const value = { id, artifact_id: `prop-${n}`, status: 'pending', ...extra };
-          const created = await store.create(value, `prop-${n}`, audit(id, 'pending'));
-          if (!created.ok) return false;
-          const read = await store.read(id);
-          return read.kind === 'found' && JSON.stringify(read.stored.proposal) === JSON.stringify(JSON.parse(JSON.stringify(value)));
-        }),
-        { numRuns: 60 },
-      );
+    it('has nothing to recover when nothing crashed', async () => {
+      const store = await make();
+      await created(store, A);
+      expect(await store.recover()).toBe(0);
     });
   });
 }

@@ -1,39 +1,56 @@
 /** The file store: the shared contract, plus what only a file store can get wrong. */
-import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FileStore } from '../../engine/store/file-store.js';
-import type { Store } from '../../engine/store/types.js';
+import type { AuditRow, Store } from '../../engine/store/types.js';
 import { ROOT, tempDir } from '../helpers.js';
-import { storeContract } from './contract.js';
+import { LAYOUT, storeContract } from './contract.js';
 
-const ledgers = { declined: 'declined.jsonl', passed: 'passed.jsonl' };
-const make = (dir = tempDir('pipeline-store-')) => new FileStore({ dir, ledgers, marks: ['promoted_at'] });
+const make = (dir = tempDir('pipeline-store-')) => new FileStore({ dir, ...LAYOUT });
+
+/** The pid of a process that has exited: what a SIGKILLed owner looks like. */
+const deadPid = () => spawnSync(process.execPath, ['-e', '0']).pid!;
 
 storeContract('file store', {
-  make: async () => make(),
+  make: async (layout) => new FileStore({ dir: tempDir('pipeline-store-'), ...layout }),
   reopen: async (store) => make(store.location),
   corrupt: async (store, id, text) => {
     mkdirSync(path.join(store.location, 'proposals'), { recursive: true });
     writeFileSync(path.join(store.location, 'proposals', `${id}.json`), text);
   },
+  expire: async (store, lease) => {
+    const file = path.join(store.location, '.claims', lease.stage, lease.key);
+    unlinkSync(file);
+    writeFileSync(file, JSON.stringify({ host: os.hostname(), pid: deadPid(), start: 1, nonce: 'killed' }));
+  },
 });
 
 const ID = '01ARZ3NDEKTSV4RRFFQ69G5FAV';
-const audit = { at: '2026-11-01T00:00:00Z', id: ID, event: 'create', from: null, to: 'pending', stage: 'test', actor: 'cli' as const };
+const created: AuditRow = { at: '2026-11-01T00:00:00Z', id: ID, event: 'create', from: null, to: 'pending', stage: 'test', actor: 'cli' };
+const pending = { id: ID, artifact_id: 'a', created_at: '2026-11-01T00:00:00Z', status: 'pending' };
 
-async function seed(store: Store) {
-  const created = await store.create({ id: ID, artifact_id: 'a', created_at: '2026-11-01T00:00:00Z', status: 'pending' }, 'a', audit);
-  return created.ok ? created.version : '';
+async function seed(store: Store): Promise<string> {
+  const result = await store.create({ proposal: pending, key: 'a', audit: created });
+  return result.ok ? result.version : '';
 }
 
-describe('file store', () => {
+async function all<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+const lines = (file: string) => readFileSync(file, 'utf8').split('\n');
+
+describe('file store: files', () => {
   it('writes pretty-printed JSON with a trailing newline and leaves no temp file', async () => {
     const store = make();
     await seed(store);
     const text = readFileSync(path.join(store.location, 'proposals', `${ID}.json`), 'utf8');
-    expect(text).toBe(`${JSON.stringify({ id: ID, artifact_id: 'a', created_at: '2026-11-01T00:00:00Z', status: 'pending' }, null, 2)}\n`);
+    expect(text).toBe(`${JSON.stringify(pending, null, 2)}\n`);
     expect(readdirSync(path.join(store.location, 'proposals'))).toEqual([`${ID}.json`]);
   });
 
@@ -47,8 +64,23 @@ describe('file store', () => {
     const store = make();
     await store.appendLedger('declined', { n: 1 });
     appendFileSync(path.join(store.location, 'declined.jsonl'), '{"n": 2, "tor');
-    await store.appendLedger('declined', { n: 3 });
-    expect(await store.readLedger('declined')).toEqual([{ n: 1 }, { n: 3 }]);
+    await make(store.location).appendLedger('declined', { n: 3 });
+    expect(await all(store.ledger('declined'))).toEqual([{ n: 1 }, { n: 3 }]);
+    expect(lines(path.join(store.location, 'declined.jsonl'))).toEqual(['{"n":1}', '{"n": 2, "tor', '{"n":3}', '']);
+  });
+
+  it('never leaves an empty line after a torn one when several processes append at once', async () => {
+    const store = make();
+    await store.appendLedger('declined', { n: 0 });
+    const file = path.join(store.location, 'declined.jsonl');
+    appendFileSync(file, '{"torn');
+    const script = (n: number) => `import { FileStore } from ${JSON.stringify(path.join(ROOT, 'dist', 'engine', 'store', 'file-store.js'))};
+      const store = new FileStore({ dir: ${JSON.stringify(store.location)}, ledgers: { declined: 'declined.jsonl' } });
+      for (let i = 0; i < 20; i++) await store.appendLedger('declined', { writer: ${n}, i });`;
+    await Promise.all([1, 2, 3, 4].map((n) => new Promise((resolve) => spawn(process.execPath, ['--input-type=module', '-e', script(n)], { stdio: 'inherit' }).on('exit', resolve))));
+    const text = lines(file);
+    expect(text.slice(0, -1).filter((line) => line === '')).toEqual([]);
+    expect(text.filter((line) => line.startsWith('{"writer"'))).toHaveLength(80);
   });
 
   it('sees a proposal edited by hand in place (the status index is validated, not trusted)', async () => {
@@ -58,19 +90,18 @@ describe('file store', () => {
     const file = path.join(store.location, 'proposals', `${ID}.json`);
     writeFileSync(file, readFileSync(file, 'utf8').replace('"pending"', '"confirmed"'));
     expect((await store.counts(['pending', 'confirmed'])).counts).toEqual({ pending: 0, confirmed: 1 });
-    expect((await store.ids('confirmed')).ids).toEqual([ID]);
+    expect((await all(store.index({ status: 'confirmed' }))).map((entry) => entry.id)).toEqual([ID]);
   });
 
   it('works again after its caches are deleted', async () => {
     const store = make();
     await seed(store);
     await store.counts(['pending']);
-    const { rmSync } = await import('node:fs');
     rmSync(path.join(store.location, '.index', 'proposals.tsv'), { force: true });
     expect((await store.counts(['pending'])).counts).toEqual({ pending: 1 });
   });
 
-  it('sweeps the temp files of dead processes, and leaves a live process its own', async () => {
+  it('sweeps the temp files of dead processes at recovery, and leaves a live process its own', async () => {
     const store = make();
     await seed(store);
     const dir = path.join(store.location, 'proposals');
@@ -78,11 +109,10 @@ describe('file store', () => {
     const live = path.join(dir, `.y.json.${process.pid}.abcd1234.tmp`);
     writeFileSync(dead, '{');
     writeFileSync(live, '{');
-    const { utimesSync } = await import('node:fs');
     const old = new Date(Date.now() - 60_000);
     utimesSync(dead, old, old);
     utimesSync(live, old, old);
-    expect(await store.sweep()).toBe(1);
+    await store.recover();
     expect(existsSync(dead)).toBe(false);
     expect(existsSync(live)).toBe(true);
   });
@@ -91,16 +121,124 @@ describe('file store', () => {
     const dir = tempDir('pipeline-store-');
     const script = `import { FileStore } from ${JSON.stringify(path.join(ROOT, 'dist', 'engine', 'store', 'file-store.js'))};
       const store = new FileStore({ dir: ${JSON.stringify(dir)}, ledgers: {} });
-      const claim = await store.claim('judge', ${JSON.stringify(ID)});
-      process.stdout.write(claim ? 'held\\n' : 'not\\n');
+      const claimed = await store.claim('judge', { keys: [${JSON.stringify(ID)}] }, 1, 60000);
+      process.stdout.write(claimed.leases.length ? 'held\\n' : 'not\\n');
       setInterval(() => {}, 1000);`;
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
     await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
     const store = make(dir);
-    expect(await store.claim('judge', ID)).toBeNull();
+    expect((await store.claim('judge', { keys: [ID] }, 1, 60_000)).leases).toEqual([]);
+    expect(await store.held('judge', { keys: [ID] })).toEqual([ID]);
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
-    const taken = await store.claim('judge', ID);
-    expect(taken).not.toBeNull();
+    expect((await store.claim('judge', { keys: [ID] }, 1, 60_000)).leases).toHaveLength(1);
+  });
+});
+
+describe('file store: nothing outside the store, nothing that blocks', () => {
+  it('reports a symlink, a directory or a FIFO named like a proposal, without following or blocking', async () => {
+    const store = make();
+    await seed(store);
+    const dir = path.join(store.location, 'proposals');
+    const outside = path.join(tempDir('pipeline-outside-'), 'secret.json');
+    writeFileSync(outside, JSON.stringify({ ...pending, id: '01ARZ3NDEKTSV4RRFFQ69G5FA1', status: 'pending', secret: 'do not read' }));
+    symlinkSync(outside, path.join(dir, '01ARZ3NDEKTSV4RRFFQ69G5FA1.json'));
+    mkdirSync(path.join(dir, '01ARZ3NDEKTSV4RRFFQ69G5FA2.json'));
+    spawnSync('mkfifo', [path.join(dir, '01ARZ3NDEKTSV4RRFFQ69G5FA3.json')]);
+    expect(await store.read('01ARZ3NDEKTSV4RRFFQ69G5FA1')).toEqual({ kind: 'malformed', reason: 'a symbolic link, not a regular file' });
+    expect(await store.read('01ARZ3NDEKTSV4RRFFQ69G5FA2')).toMatchObject({ kind: 'malformed', reason: expect.stringMatching(/directory/) });
+    expect(await store.read('01ARZ3NDEKTSV4RRFFQ69G5FA3')).toMatchObject({ kind: 'malformed', reason: expect.stringMatching(/FIFO/) });
+    const { counts, malformed } = await store.counts(['pending']);
+    expect(counts).toEqual({ pending: 1 });
+    expect(malformed).toEqual(['01ARZ3NDEKTSV4RRFFQ69G5FA1', '01ARZ3NDEKTSV4RRFFQ69G5FA2', '01ARZ3NDEKTSV4RRFFQ69G5FA3']);
+  });
+
+  it('refuses to append through a ledger or an audit log that is a symlink, and writes nothing outside', async () => {
+    const store = make();
+    const outside = path.join(tempDir('pipeline-outside-'), 'victim.jsonl');
+    writeFileSync(outside, 'original\n');
+    mkdirSync(store.location, { recursive: true });
+    symlinkSync(outside, path.join(store.location, 'passed.jsonl'));
+    symlinkSync(outside, path.join(store.location, 'events.jsonl'));
+    await expect(store.appendLedger('passed', { id: ID })).rejects.toThrow(/passed\.jsonl is a symbolic link, not a regular file/);
+    await expect(store.create({ proposal: pending, key: 'a', audit: created })).rejects.toThrow(/events\.jsonl is a symbolic link/);
+    expect(readFileSync(outside, 'utf8')).toBe('original\n');
+  });
+
+  it('refuses a store whose proposals directory is a link out of it', async () => {
+    const store = make();
+    const outside = tempDir('pipeline-outside-');
+    mkdirSync(store.location, { recursive: true });
+    symlinkSync(outside, path.join(store.location, 'proposals'));
+    await expect(seed(store)).rejects.toThrow(/proposals is a symbolic link/);
+    expect(readdirSync(outside)).toEqual([]);
+  });
+
+  it('never quotes the bytes of a file it cannot parse', async () => {
+    const store = make();
+    mkdirSync(path.join(store.location, 'proposals'), { recursive: true });
+    writeFileSync(path.join(store.location, 'proposals', `${ID}.json`), 'root:x:0:0:root:/root:/bin/bash\n');
+    const read = await store.read(ID);
+    expect(read.kind).toBe('malformed');
+    expect(read.kind === 'malformed' && read.reason).toMatch(/^not valid JSON/);
+    expect(read.kind === 'malformed' && read.reason).not.toMatch(/root|bash/);
+  });
+});
+
+/** Commit in a child process that kills itself right after `step` (PIPELINE_FAILPOINT). */
+function crashAt(dir: string, step: string, version: string, extra: string): number {
+  const script = `import { FileStore } from ${JSON.stringify(path.join(ROOT, 'dist', 'engine', 'store', 'file-store.js'))};
+    const store = new FileStore({ dir: ${JSON.stringify(dir)}, ledgers: { passed: 'passed.jsonl' } });
+    await store.commit({ id: ${JSON.stringify(ID)}, version: ${JSON.stringify(version)}, next: { ...${JSON.stringify(pending)}, status: 'passed' },
+      audit: [{ at: '2026-11-01T00:00:01Z', id: ${JSON.stringify(ID)}, event: 'pass', from: 'pending', to: 'passed', stage: 'test', actor: 'cli' }],
+      ${extra} });`;
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, PIPELINE_FAILPOINT: step }, encoding: 'utf8' });
+  expect(result.signal, result.stderr).toBe('SIGKILL');
+  return result.pid;
+}
+
+describe('file store: a commit lands whole, whatever point a crash hits', () => {
+  const ledger = `ledger: [{ ledger: 'passed', row: { id: ${JSON.stringify(ID)}, reason: null } }], entries: [{ op: 'put', collection: 'approved', id: ${JSON.stringify(ID)}, entry: { id: ${JSON.stringify(ID)} } }]`;
+
+  for (const step of ['journaled', 'document', 'ledger']) {
+    it(`finishes a commit killed after its ${step} step: once, before the next commit on it, marking the added audit row`, async () => {
+      const store = make();
+      const version = await seed(store);
+      const killed = crashAt(store.location, step, version, ledger);
+      const next = make(store.location);
+      // The next writer finishes the interrupted commit first; its own (stale) commit is then refused.
+      expect(await next.commit({ id: ID, version, next: { ...pending, status: 'confirmed' }, audit: [{ ...created, event: 'confirm', from: 'pending', to: 'confirmed', at: '2026-11-01T00:00:02Z' }] })).toEqual({ ok: false, reason: 'changed' });
+      const read = await next.read(ID);
+      expect(read.kind === 'found' && read.stored.proposal['status']).toBe('passed');
+      expect(await all(next.ledger('passed'))).toEqual([{ id: ID, reason: null }]);
+      expect(await next.readEntry('approved', ID)).toEqual({ id: ID });
+      const rows = await all(next.audit({ id: ID }));
+      expect(rows.map((row) => [row.event, row.repaired ?? false])).toEqual([['create', false], ['pass', true]]);
+      expect(rows[1]!.repaired_at).toMatch(/Z$/);
+      expect(readdirSync(path.join(store.location, '.journal')).filter((name) => name.includes(`.${killed}.`))).toEqual([]);
+      expect(await next.recover()).toBe(0);
+    });
+  }
+
+  it('leaves a commit killed after its audit row as it is (it was complete), and a run start finds nothing to do', async () => {
+    const store = make();
+    const version = await seed(store);
+    crashAt(store.location, 'audit', version, ledger);
+    const next = make(store.location);
+    expect(await next.recover()).toBe(0);
+    expect((await all(next.audit({ id: ID }))).map((row) => row.repaired ?? false)).toEqual([false, false]);
+    expect(await all(next.ledger('passed'))).toHaveLength(1);
+  });
+
+  it('replays at the start of a run what a killed process left, and invents nothing for a file changed by hand since', async () => {
+    const store = make();
+    const version = await seed(store);
+    crashAt(store.location, 'journaled', version, ledger);
+    const file = path.join(store.location, 'proposals', `${ID}.json`);
+    writeFileSync(file, `${JSON.stringify({ ...pending, note: 'edited by hand' }, null, 2)}\n`);
+    const next = make(store.location);
+    expect(await next.recover()).toBe(0);
+    expect(JSON.parse(readFileSync(file, 'utf8')).note).toBe('edited by hand');
+    expect((await all(next.audit({ id: ID }))).map((row) => row.event)).toEqual(['create']);
   });
 });

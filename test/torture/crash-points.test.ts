@@ -1,11 +1,12 @@
 /**
- * The crash points a random SIGKILL only hits sometimes, set up exactly (SPEC §4, §5.6, §9): a
- * promotion killed after its pool entry or ledger row, or after its stamp but before the stamp's
- * audit row; a claim, a takeover marker and a commit lock left behind by killed processes. In
- * each case the next real command finishes the work, once, and nothing stays stuck.
+ * The crash points a random SIGKILL only hits sometimes, hit exactly (SPEC §4, §5.6, §9): a run
+ * killed at each step of a commit (`PIPELINE_FAILPOINT`) — after its journal entry, its
+ * document, its ledger row — and a claim, a takeover marker and a commit lock left behind by
+ * killed processes. In each case the next real command finishes the work, once, and nothing
+ * stays stuck.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -14,53 +15,40 @@ import { auditById, confirmedStore, readProposals, readRows, run, storeEnv } fro
 /** The pid of a process that has exited: what a SIGKILLed owner looks like. */
 const deadPid = () => spawnSync(process.execPath, ['-e', '0']).pid!;
 
-function dropRows(storeDir: string, drop: (row: Record<string, unknown>) => boolean): void {
-  const file = path.join(storeDir, 'events.jsonl');
-  const kept = readFileSync(file, 'utf8').split('\n').filter((line) => line && !drop(JSON.parse(line) as Record<string, unknown>));
-  writeFileSync(file, `${kept.join('\n')}\n`);
+/** A store of confirmed proposals at org visibility: the offline jury approves some and rejects others. */
+async function judgedStore(count = 4) {
+  const t = await confirmedStore(count, ['org']);
+  return { ...t, env: storeEnv(t.storeDir) };
 }
 
-/** A store whose proposals (one approved, one rejected) were judged and promoted by the binary. */
-async function promotedStore() {
-  const t = await confirmedStore(4, ['org']);
-  const env = storeEnv(t.storeDir);
-  expect((await run(['run', 'judge', '--yes'], env)).code).toBe(0);
-  const proposals = readProposals(t.storeDir);
-  const approved = t.ids.find((id) => proposals.get(id)!['status'] === 'approved')!;
-  const rejected = t.ids.find((id) => proposals.get(id)!['status'] === 'rejected')!;
-  return { ...t, env, approved, rejected };
-}
+const rowsOf = (storeDir: string, id: string) => auditById(storeDir).get(id) ?? [];
 
-const promoteRows = (storeDir: string, id: string) => (auditById(storeDir).get(id) ?? []).filter((row) => row['event'] === 'promote');
-
-describe('crash points of promotion', () => {
-  it('a stamp whose audit row was lost gets exactly one promote row from the next run', async () => {
-    const t = await promotedStore();
-    dropRows(t.storeDir, (row) => row['id'] === t.approved && row['event'] === 'promote');
-    expect((await run(['run', 'promote'], t.env)).code).toBe(0);
-    expect((await run(['promote', t.approved], t.env)).code).toBe(0);
-    expect(promoteRows(t.storeDir, t.approved)).toHaveLength(1);
-  }, 60_000);
-
-  it('a pool entry or ledger row written before a lost stamp is finished once, never written twice', async () => {
-    const t = await promotedStore();
-    for (const id of [t.approved, t.rejected]) {
-      const file = path.join(t.storeDir, 'proposals', `${id}.json`);
-      const { promoted_at: _stamp, ...unstamped } = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-      writeFileSync(file, `${JSON.stringify(unstamped, null, 2)}\n`);
-      dropRows(t.storeDir, (row) => row['id'] === id && row['event'] === 'promote');
-    }
-    const entry = readFileSync(path.join(t.storeDir, 'approved', `${t.approved}.json`), 'utf8');
-    expect((await run(['run', 'promote'], t.env)).code).toBe(0);
-    expect((await run(['run', 'promote'], t.env)).code).toBe(0);
-    const proposals = readProposals(t.storeDir);
-    for (const id of [t.approved, t.rejected]) {
-      expect(proposals.get(id)!['promoted_at'], id).toEqual(expect.any(String));
-      expect(promoteRows(t.storeDir, id), id).toHaveLength(1);
-    }
-    expect(readFileSync(path.join(t.storeDir, 'approved', `${t.approved}.json`), 'utf8')).toBe(entry);
-    expect(readRows(path.join(t.storeDir, 'declined.jsonl')).rows.filter((row) => row['id'] === t.rejected)).toHaveLength(1);
-  }, 60_000);
+describe('crash points of a verdict and its promotion (one commit)', () => {
+  for (const step of ['journaled', 'document', 'ledger']) {
+    it(`a run killed after the ${step} step of a commit leaves it to the next run, which finishes it once`, async () => {
+      const t = await judgedStore();
+      const killed = await run(['run', 'judge', '--yes', '--concurrency', '1'], { ...t.env, PIPELINE_FAILPOINT: step });
+      expect(killed.signal).toBe('SIGKILL');
+      const next = await run(['run', 'judge', '--yes', '--json'], t.env);
+      expect(next.code, next.stderr).toBe(0);
+      const proposals = readProposals(t.storeDir);
+      const approved = t.ids.filter((id) => proposals.get(id)!['status'] === 'approved');
+      const rejected = t.ids.filter((id) => proposals.get(id)!['status'] === 'rejected');
+      expect(approved.length + rejected.length).toBe(t.ids.length);
+      for (const id of t.ids) {
+        const rows = rowsOf(t.storeDir, id);
+        expect(rows.filter((row) => row['event'] === 'approve' || row['event'] === 'reject'), id).toHaveLength(1);
+        expect(rows.filter((row) => row['event'] === 'promote'), id).toHaveLength(1);
+        expect(proposals.get(id)!['promoted_at'], id).toEqual(expect.any(String));
+      }
+      // Exactly one commit was interrupted: its rows, and only those, say they were added later.
+      const repaired = [...auditById(t.storeDir).values()].flat().filter((row) => row['repaired'] === true);
+      expect(repaired.map((row) => row['event']).sort()).toEqual(expect.arrayContaining(['promote']));
+      expect(new Set(repaired.map((row) => row['id'])).size).toBe(1);
+      expect(readdirSync(path.join(t.storeDir, 'approved')).sort()).toEqual(approved.map((id) => `${id}.json`).sort());
+      expect(readRows(path.join(t.storeDir, 'declined.jsonl')).rows.map((row) => row['id']).sort()).toEqual(rejected.sort());
+    }, 60_000);
+  }
 });
 
 describe('coordination files left by killed processes', () => {

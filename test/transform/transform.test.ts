@@ -7,7 +7,8 @@ import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { TransformStageDef } from '../../engine/config/types.js';
 import type { Provider, ProviderRequest, ProviderResult } from '../../engine/providers/types.js';
-import { runStage, type RunOptions } from '../../engine/runner/stage-runs.js';
+import type { RunOptions } from '../../engine/runner/driver.js';
+import { runStage } from '../../engine/stages/index.js';
 import { ROOT, tempDir, testEngine, type TestEngine } from '../helpers.js';
 
 let t: TestEngine;

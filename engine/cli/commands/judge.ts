@@ -6,8 +6,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { EXIT, PipelineError } from '../../errors.js';
+import { followUpOf } from '../../stages/follow-up.js';
 import { judgeWithVerdicts } from '../../stages/judge.js';
-import { promoteAfterVerdict } from '../../stages/promote.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
 import { printOutcome } from '../print.js';
@@ -34,15 +34,12 @@ export async function runJudge(context: Context): Promise<number> {
   } catch (error) {
     input = { ok: false, reason: `the verdicts are not valid JSON (${(error as Error).message})` };
   }
-  const { outcome, verdict } = await judgeWithVerdicts(engine, stage, read.stored, input, 'cli');
+  const then = followUpOf(engine, stage, 'cli');
+  const { outcome, verdict, followUp } = await judgeWithVerdicts(engine, stage, read.stored, input, { actor: 'cli', ...(then ? { then } : {}) });
   if (outcome.kind !== 'committed') return printOutcome(context.out, outcome);
   if (context.json) context.out.data(outcome.proposal);
   else context.out.line(`${outcome.id} ${outcome.from} → ${outcome.to} (${verdict?.reason ?? ''}${typeof verdict?.aggregate_score === 'number' ? `, aggregate ${verdict.aggregate_score.toFixed(3)}` : ''})`);
-  const then = stage.then ? engine.pipeline.stages.find((candidate) => candidate.name === stage.then) : undefined;
-  if (then?.kind === 'promote') {
-    const { warnings, failure } = await promoteAfterVerdict(engine, then, outcome, 'cli');
-    for (const warning of warnings) context.out.warn(warning);
-    if (failure) context.out.warn(`${outcome.id} was judged ${outcome.to}, but promotion failed: ${failure} (the verdict stands; run \`pipeline promote ${outcome.id}\` again)`);
-  }
+  for (const warning of followUp?.warnings ?? []) context.out.warn(warning);
+  if (followUp?.failure) context.out.warn(`${outcome.id} was judged ${outcome.to}, but promotion failed: ${followUp.failure} (the verdict stands; run \`pipeline promote ${outcome.id}\` again)`);
   return EXIT.ok;
 }

@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { EXIT } from '../../errors.js';
+import type { Stored } from '../../store/types.js';
 import { getPath } from '../../util/json-path.js';
 import { listWords } from '../../util/suggest.js';
 import { UsageError } from '../args.js';
@@ -36,7 +37,12 @@ export async function runList(context: Context): Promise<number> {
   const { states, initial } = engine.pipeline.lifecycle;
   const state = (context.parsed.values['state'] as string | undefined) ?? initial;
   if (!states.includes(state)) throw new UsageError(`unknown state "${state}" (expected ${listWords(states)})`, 'usage: pipeline list [--state S] [--json]');
-  const { items, malformed } = await engine.store.list(state);
+  const items: Stored[] = [];
+  const malformed: string[] = [];
+  for await (const listed of engine.store.list({ status: state })) {
+    if (listed.kind === 'found') items.push(listed.stored);
+    else malformed.push(listed.id);
+  }
   reportMalformed(context, malformed);
   if (context.json) {
     context.out.data(items.map((item) => item.proposal));

@@ -9,6 +9,7 @@ import { configValidators } from '../../config/config-schemas.js';
 import type { PromoteStageDef, Rubric } from '../../config/types.js';
 import { checkYamlFile } from '../../config/validate-file.js';
 import type { Engine } from '../../engine.js';
+import type { Stored } from '../../store/types.js';
 import { EXIT, PipelineError, type Issue } from '../../errors.js';
 import { collectRecorded, replayRubric, type Flip, type Recorded, type Replay } from '../../jury/rescore.js';
 import { listWords } from '../../util/suggest.js';
@@ -63,11 +64,16 @@ function juryLedgers(engine: Engine): { ledger: string; key: string }[] {
 
 /** Every recorded decision in the store, read through the store interface only. */
 async function readRecorded(context: Context, engine: Engine): Promise<Recorded> {
-  const { items, malformed } = await engine.store.list();
+  const items: Stored[] = [];
+  const malformed: string[] = [];
+  for await (const listed of engine.store.list()) {
+    if (listed.kind === 'found') items.push(listed.stored);
+    else malformed.push(listed.id);
+  }
   for (const id of malformed) context.out.warn(`${id}: the proposal file is empty, truncated or not a JSON object — skipped, left as it is`);
   const ledgerRows: { id: unknown; verdict: unknown }[] = [];
   for (const { ledger, key } of juryLedgers(engine)) {
-    for (const row of await engine.store.readLedger(ledger)) ledgerRows.push({ id: row[key], verdict: row['verdict'] });
+    for await (const row of engine.store.ledger(ledger)) ledgerRows.push({ id: row[key], verdict: row['verdict'] });
   }
   const recorded = collectRecorded({ proposals: items.map((item) => ({ ...item.proposal, id: item.id })), present: new Set([...items.map((item) => item.id), ...malformed]), ledgerRows });
   for (const id of recorded.unreadable) context.out.warn(`${id}: the recorded verdict is not a verdict (hand-edited?) — not replayed`);

@@ -2,7 +2,8 @@
 import { createInterface } from 'node:readline/promises';
 import { EXIT } from '../../errors.js';
 import { terminalProgress, silentProgress } from '../../runner/progress.js';
-import { runStage, type RunOptions } from '../../runner/stage-runs.js';
+import type { RunOptions } from '../../runner/driver.js';
+import { runStage } from '../../stages/index.js';
 import { exitCodeOf, summaryJson, summaryLines, type Summary } from '../../runner/summary.js';
 import { listWords } from '../../util/suggest.js';
 import { positiveInteger, UsageError } from '../args.js';

@@ -1,0 +1,50 @@
+/**
+ * `run <promote stage>` for the batch driver: the work is the proposals in a promotable state
+ * that carry no stamp yet (stamped ones are counted without being read).
+ */
+import type { PromoteStageDef } from '../config/types.js';
+import type { Engine } from '../engine.js';
+import { emptyPlan } from '../runner/plan.js';
+import type { StageRun } from '../runner/driver.js';
+import { promotableStates, promote } from './promote.js';
+
+export function promoteRun(engine: Engine, stage: PromoteStageDef): StageRun<string> {
+  const states = promotableStates(stage);
+  return {
+    outcomes: () => ['promoted', 'already_promoted', 'refused'],
+    noun: 'judged proposal',
+    retryLabel: 'left for a retry',
+    async select() {
+      let stamped = 0;
+      let total = 0;
+      for await (const entry of engine.store.index({ status: states })) {
+        if (entry.status === null) continue;
+        if (entry.marks.includes(stage.stamp)) stamped++;
+        else total++;
+      }
+      return { units: { query: { status: states, without: stage.stamp } }, counted: { already_promoted: stamped }, total };
+    },
+    mustPlan: (options) => options.dryRun,
+    async plan(ids) {
+      return { ...emptyPlan(stage.name), items: ids.length };
+    },
+    async work(id, lease) {
+      const read = await engine.store.read(id);
+      if (read.kind === 'malformed') return { outcome: 'refused', refused: true, note: `${id}: the proposal file is malformed (${read.reason}) — skipped, left as it is` };
+      if (read.kind !== 'found') return undefined;
+      const result = await promote(engine, stage, read.stored, 'run', lease);
+      const warnings = result.warnings.map((warning) => `warning: ${warning}`);
+      const note = (extra?: string) => [...warnings, ...(extra ? [extra] : [])].join('\n') || undefined;
+      switch (result.outcome.kind) {
+        case 'committed':
+          return { outcome: 'promoted', ...(note() ? { note: note()! } : {}) };
+        case 'unchanged':
+          return { outcome: 'already_promoted', ...(note() ? { note: note()! } : {}) };
+        case 'refused':
+          return { outcome: 'refused', refused: true, note: note(`refused: ${result.outcome.message}`)! };
+        case 'unjudged':
+          return undefined;
+      }
+    },
+  };
+}
