@@ -1,9 +1,12 @@
 /**
  * The command line's window on the world, injected so commands can run in-process in tests.
  * Results go to stdout, messages to stderr; `--json` output is never mixed with prose.
+ * `Output` is the one place text leaves the engine, so it is where text from proposals is escaped.
  */
 import pc from 'picocolors';
-import { formatIssue, type Issue } from '../errors.js';
+import { formatIssue, PipelineError, type Issue } from '../errors.js';
+import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../util/nesting.js';
+import { escapeJsonText, escapeTerminal } from '../util/terminal.js';
 
 export interface Io {
   stdout: { write(text: string): unknown };
@@ -37,6 +40,14 @@ export function processIo(): Io {
 
 export type Colors = ReturnType<typeof pc.createColors>;
 
+/** JSON text for output (2-space indent, terminal-safe, parses to `value`), or undefined when it nests too deep to print. */
+export function renderJson(value: unknown): string | undefined {
+  return nestsDeeperThan(value, MAX_PRINT_DEPTH) ? undefined : escapeJsonText(JSON.stringify(value, null, 2) ?? 'null');
+}
+
+/** The chunk size in which long JSON arrays are written (one write per element would be slow). */
+const CHUNK = 64 * 1024;
+
 export class Output {
   readonly json: boolean;
   readonly color: Colors;
@@ -51,33 +62,65 @@ export class Output {
 
   /** A result line on stdout. */
   line(text = ''): void {
+    this.io.stdout.write(`${escapeTerminal(text)}\n`);
+  }
+
+  /** A machine-readable result on stdout; a value nested too deep to print is an error, not a crash. */
+  data(value: unknown): void {
+    const text = renderJson(value);
+    if (text === undefined) throw new PipelineError('output.too_deep', `the result is nested more than ${MAX_PRINT_DEPTH} levels deep and cannot be printed`);
     this.io.stdout.write(`${text}\n`);
   }
 
-  /** A machine-readable result on stdout. */
-  data(value: unknown): void {
-    this.io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  /**
+   * A JSON array on stdout, exactly as `data` would print it, leaving out the elements nested too
+   * deep to print. Returns their indexes, for the caller to report by name.
+   */
+  dataArray(values: readonly unknown[]): number[] {
+    const left: number[] = [];
+    let chunk = '[';
+    let first = true;
+    values.forEach((value, index) => {
+      const text = renderJson(value);
+      if (text === undefined) {
+        left.push(index);
+        return;
+      }
+      chunk += `${first ? '' : ','}\n  ${text.replace(/\n/g, '\n  ')}`;
+      first = false;
+      if (chunk.length >= CHUNK) {
+        this.io.stdout.write(chunk);
+        chunk = '';
+      }
+    });
+    this.io.stdout.write(`${chunk}${first ? ']' : '\n]'}\n`);
+    return left;
   }
 
-  /** A message for the person on stderr. */
-  note(text: string): void {
-    this.io.stderr.write(`${text}\n`);
+  /** A message for the person on stderr; `label`, when given, is the engine's own word before it, in colour. */
+  note(text: string, label?: string): void {
+    this.io.stderr.write(`${label === undefined ? '' : `${this.color.yellow(label)} `}${escapeTerminal(text)}\n`);
+  }
+
+  /** A heading on stderr (the walk's proposal header): a blank line, then the text in bold. */
+  heading(text: string): void {
+    this.io.stderr.write(`\n${this.color.bold(escapeTerminal(text))}\n`);
   }
 
   error(text: string, hint?: string): void {
-    this.io.stderr.write(`${this.color.red('error:')} ${text}\n${hint ? `  hint: ${hint}\n` : ''}`);
+    this.io.stderr.write(`${this.color.red('error:')} ${escapeTerminal(text)}\n${hint ? `  hint: ${escapeTerminal(hint)}\n` : ''}`);
   }
 
   refused(text: string, details: readonly string[] = []): void {
-    this.io.stderr.write(`${this.color.red('refused:')} ${text}\n${details.map((detail) => `  - ${detail}\n`).join('')}`);
+    this.io.stderr.write(`${this.color.red('refused:')} ${escapeTerminal(text)}\n${details.map((detail) => `  - ${escapeTerminal(detail)}\n`).join('')}`);
   }
 
   warn(text: string): void {
-    this.io.stderr.write(`${this.color.yellow('warning:')} ${text}\n`);
+    this.io.stderr.write(`${this.color.yellow('warning:')} ${escapeTerminal(text)}\n`);
   }
 
   issue(issue: Issue): void {
     if (issue.severity === 'warning') this.warn(formatIssue({ ...issue, severity: 'error' }));
-    else this.io.stderr.write(`${formatIssue(issue)}\n`);
+    else this.io.stderr.write(`${escapeTerminal(formatIssue(issue))}\n`);
   }
 }

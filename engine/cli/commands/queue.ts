@@ -3,7 +3,9 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { EXIT } from '../../errors.js';
+import type { Store } from '../../store/types.js';
 import { getPath } from '../../util/json-path.js';
+import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../../util/nesting.js';
 import { listWords } from '../../util/suggest.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
@@ -13,16 +15,36 @@ function reportMalformed(context: Context, ids: readonly string[]): void {
   for (const id of ids) context.out.warn(`${id}: the proposal file is empty, truncated or not a JSON object — skipped, left as it is`);
 }
 
+function reportTooDeep(context: Context, ids: readonly string[]): void {
+  for (const id of ids) context.out.warn(`${id}: the proposal nests more than ${MAX_PRINT_DEPTH} levels deep and cannot be printed — skipped, left as it is`);
+}
+
+/**
+ * Proposals whose status the lifecycle does not know, by status as written. A Map, because a
+ * status is text from a file and may be named `__proto__` or `constructor`.
+ */
+export async function strayStatuses(store: Store, states: readonly string[], tally: Readonly<Record<string, unknown>>): Promise<Map<string, number>> {
+  const entries = Object.entries(tally);
+  if (entries.every(([, count]) => Number.isSafeInteger(count) && (count as number) > 0)) return new Map(entries as [string, number][]);
+  // A backend that kept its tally in a plain object was confused by a status named like a member of
+  // Object.prototype ("function Object() { [native code] }1"): count again, without its tally.
+  const known = new Set(states);
+  const stray = new Map<string, number>();
+  for (const { status } of (await store.statuses()).byId.values()) if (!known.has(status)) stray.set(status, (stray.get(status) ?? 0) + 1);
+  return stray;
+}
+
 export async function runStatus(context: Context): Promise<number> {
   const engine = await context.engine();
   const states = engine.pipeline.lifecycle.states;
   const { counts, malformed, unknown } = await engine.store.counts(states);
   reportMalformed(context, malformed);
-  for (const [status, count] of Object.entries(unknown)) {
-    context.out.warn(`${count} ${count === 1 ? 'proposal has' : 'proposals have'} status "${status}", which the lifecycle does not know — not counted`);
+  for (const [status, count] of await strayStatuses(engine.store, states, unknown)) {
+    context.out.warn(`${count} ${count === 1 ? 'proposal has' : 'proposals have'} status ${JSON.stringify(status)}, which the lifecycle does not know — not counted`);
   }
-  if (context.json) context.out.data(counts);
-  else for (const state of states) context.out.line(`${state} ${counts[state]}`);
+  const countOf = (state: string): number => (Object.hasOwn(counts, state) ? (counts[state] ?? 0) : 0);
+  if (context.json) context.out.data(Object.fromEntries(states.map((state) => [state, countOf(state)])));
+  else for (const state of states) context.out.line(`${state} ${countOf(state)}`);
   return EXIT.ok;
 }
 
@@ -39,7 +61,8 @@ export async function runList(context: Context): Promise<number> {
   const { items, malformed } = await engine.store.list(state);
   reportMalformed(context, malformed);
   if (context.json) {
-    context.out.data(items.map((item) => item.proposal));
+    const left = context.out.dataArray(items.map((item) => item.proposal));
+    reportTooDeep(context, left.map((index) => items[index]!.id));
     return EXIT.ok;
   }
   const field = titleField(engine.pipeline.stages as { kind: string; title?: string }[]);
@@ -55,8 +78,13 @@ export async function runShow(context: Context): Promise<number> {
   const id = context.parsed.positionals[0]!;
   const read = await engine.read(id);
   if (!read.ok) return printOutcome(context.out, read.outcome);
-  if (context.json) context.out.data(read.stored.proposal);
-  else context.out.line(stringify(read.stored.proposal, { lineWidth: 100 }).trimEnd());
+  const { proposal } = read.stored;
+  if (nestsDeeperThan(proposal, MAX_PRINT_DEPTH)) {
+    context.out.refused(`${read.stored.id}: the proposal nests more than ${MAX_PRINT_DEPTH} levels deep and cannot be shown; it is left as it is`);
+    return EXIT.refused;
+  }
+  if (context.json) context.out.data(proposal);
+  else context.out.line(stringify(proposal, { lineWidth: 100 }).trimEnd());
   return EXIT.ok;
 }
 

@@ -8,9 +8,11 @@ import { EXIT, PipelineError } from '../../errors.js';
 import type { Lifecycle } from '../../lifecycle/machine.js';
 import { writeFileAtomic } from '../../store/files.js';
 import { listWords } from '../../util/suggest.js';
+import { escapeTerminal } from '../../util/terminal.js';
 import type { VizSnapshot } from '../../viz/index.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
+import { strayStatuses } from './queue.js';
 
 const USAGE = 'usage: pipeline viz [--format html|svg|dot|mermaid|json] [--out FILE] [--serve [--port N]]';
 const FORMATS = ['html', 'svg', 'dot', 'mermaid', 'json'] as const;
@@ -59,11 +61,11 @@ export async function runViz(context: Context): Promise<number> {
       if (!reported.has(id)) context.out.warn(`${id}: the proposal file is empty, truncated or not a JSON object — skipped, left as it is`);
       reported.add(id);
     }
-    for (const [status, count] of Object.entries(result.unknown)) {
-      if (!reported.has(`status:${status}`)) context.out.warn(`${count} ${count === 1 ? 'proposal has' : 'proposals have'} status "${status}", which the lifecycle does not know — not shown`);
+    for (const [status, count] of await strayStatuses(engine.store, lifecycle.states, result.unknown)) {
+      if (!reported.has(`status:${status}`)) context.out.warn(`${count} ${count === 1 ? 'proposal has' : 'proposals have'} status ${JSON.stringify(status)}, which the lifecycle does not know — not shown`);
       reported.add(`status:${status}`);
     }
-    return result.snapshot;
+    return escapeTitles(result.snapshot);
   };
 
   if (options.serve) return serve(context, options.serve.port, viz, read, lifecycle);
@@ -80,10 +82,41 @@ export async function runViz(context: Context): Promise<number> {
   try {
     await writeFileAtomic(target, text);
   } catch (error) {
-    throw new PipelineError('viz.write', `cannot write ${options.out}: ${(error as Error).message}`);
+    throw new PipelineError('viz.write', `cannot write ${options.out}: ${describeWriteError(error)}`);
   }
   context.out.note(`wrote ${options.out} (${options.format})`);
   return EXIT.ok;
+}
+
+/**
+ * Why a file could not be written, in words that name no temporary file: the error of an atomic
+ * write is about the temp file beside the target, whose name means nothing to the person.
+ */
+export function describeWriteError(error: unknown): string {
+  const reasons: Record<string, string> = {
+    ENOENT: 'no such directory',
+    ENOTDIR: 'a part of the path is not a directory',
+    EISDIR: 'it is a directory',
+    EACCES: 'permission denied',
+    EPERM: 'permission denied',
+    EROFS: 'read-only file system',
+    ENOSPC: 'no space left on the device',
+    EDQUOT: 'disk quota exceeded',
+    ENAMETOOLONG: 'the name is too long',
+  };
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return (code !== undefined && Object.hasOwn(reasons, code) ? reasons[code] : undefined) ?? (code ? `the system refused it (${code})` : 'the system refused it');
+}
+
+/**
+ * Proposal titles reach the page (and a terminal, when the page goes to stdout) with every control
+ * shown as a visible escape: a browser honours a right-to-left override just as a terminal does.
+ */
+function escapeTitles(snapshot: VizSnapshot): VizSnapshot {
+  const proposals = Object.fromEntries(
+    Object.entries(snapshot.proposals).map(([state, rows]) => [state, rows.map((row) => (row.title === null ? row : { ...row, title: escapeTerminal(row.title) }))]),
+  );
+  return { ...snapshot, proposals };
 }
 
 type Viz = typeof import('../../viz/index.js');
