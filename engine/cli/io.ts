@@ -20,9 +20,37 @@ export interface Io {
   stderrIsTTY: boolean;
   /** Install a Ctrl-C handler; returns a function that removes it. */
   onInterrupt(handler: () => void): () => void;
+  /** Did stdout's reader go away (`closed`: `pipeline list | head -1`, exit 0) or writing to it fail (`failed`, exit 1)? */
+  stdoutLost?(): 'closed' | 'failed' | undefined;
 }
 
+/** Work that must not be cut short (a run, a served page) holds an interrupt handler while it lasts. */
+let working = 0;
+let stdoutLost: 'closed' | 'failed' | undefined;
+
+/**
+ * A closed pipe is how a reader says it has read enough, not a failure (SPEC §7): a closed stdout
+ * ends the command at once with exit 0 — or, while a run is working, lets it finish silently so no
+ * commit or provider process is cut off — and a closed stderr only silences messages. Any other
+ * stdout error is one line on stderr and exit 1, never a stack trace.
+ */
+function watchClosedPipes(): void {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (stdoutLost) return;
+    stdoutLost = error.code === 'EPIPE' ? 'closed' : 'failed';
+    if (stdoutLost === 'failed') process.stderr.write(`pipeline: cannot write to stdout: ${error.code ?? error.message}\n`);
+    if (working === 0) process.exit(stdoutLost === 'closed' ? 0 : 1);
+  });
+  process.stderr.on('error', () => {
+    // Nobody reads the messages any more; the command's results and exit code do not depend on them.
+  });
+}
+
+let watching = false;
+
 export function processIo(): Io {
+  if (!watching) watchClosedPipes();
+  watching = true;
   return {
     stdout: process.stdout,
     stderr: process.stderr,
@@ -33,8 +61,16 @@ export function processIo(): Io {
     stderrIsTTY: Boolean(process.stderr.isTTY),
     onInterrupt(handler) {
       process.on('SIGINT', handler);
-      return () => process.off('SIGINT', handler);
+      working++;
+      let removed = false;
+      return () => {
+        if (removed) return;
+        removed = true;
+        working--;
+        process.off('SIGINT', handler);
+      };
     },
+    stdoutLost: () => stdoutLost,
   };
 }
 
