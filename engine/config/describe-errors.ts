@@ -125,7 +125,8 @@ function describe(error: ErrorObject, show: ShowValue): Finding | undefined {
       // A number that fails a number type is NaN or ±infinity (YAML's .nan, .inf) or, for an integer, a fraction:
       // "must be a number, got a number" would be false, so say which numbers are meant and quote the value as written.
       const finite = typeof value === 'number' && !Number.isFinite(value);
-      const expected = ([] as string[]).concat(error.schema as string | string[]).map((type) => (finite && type === 'number' ? 'a finite number' : article(type)));
+      const types = ([] as string[]).concat(error.schema as string | string[]);
+      const expected = types.map((type) => (finite && type === 'number' ? 'a finite number' : article(type)));
       const got = typeof value === 'number' ? show(path, value) : typeName(value);
       return { path, code: 'schema.type', message: `${key} must be ${listWords(expected)}, got ${got}`, prefer: 'value' };
     }

@@ -53,7 +53,10 @@ function matchingBrace(text: string, from: number): number {
   for (let i = from; i < text.length; i++) {
     if (text.startsWith('${', i)) {
       depth++;
-      if (depth > MAX_NESTING) throw new InterpolationError(`"\${…}" nested more than ${MAX_NESTING} levels deep in ${quote(text)}`, `nest defaults at most ${MAX_NESTING} levels deep`);
+      if (depth > MAX_NESTING) {
+        const hint = `nest defaults at most ${MAX_NESTING} levels deep`;
+        throw new InterpolationError(`"\${…}" nested more than ${MAX_NESTING} levels deep in ${quote(text)}`, hint);
+      }
       i++;
     } else if (text[i] === '}') {
       depth--;
@@ -71,7 +74,9 @@ function quote(text: string): string {
 function expand(body: string, env: Env): string {
   const sep = body.indexOf(':-');
   const name = sep < 0 ? body : body.slice(0, sep);
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new InterpolationError(`${quote(`\${${body}}`)} is not a variable reference (use \${NAME} or \${NAME:-default})`);
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+    throw new InterpolationError(`${quote(`\${${body}}`)} is not a variable reference (use \${NAME} or \${NAME:-default})`);
+  }
   // Own variables only: `\${constructor}` must not find Object.prototype's.
   const value = Object.hasOwn(env, name) ? env[name] : undefined;
   if (value !== undefined && value !== '') return value;

@@ -69,7 +69,8 @@ describe('a stdout that cannot be written', () => {
     writeProposal(store, '01JC8A0000000000000000P001', pendingProposal('01JC8A0000000000000000P001', 'a fine claim'));
     const full = openSync('/dev/full', 'w');
     try {
-      const child = spawn(process.execPath, [BIN, 'list'], { cwd: ROOT, env: { ...process.env, ...env, PIPELINE_STORE: store }, stdio: ['ignore', full, 'pipe'] });
+      const options = { cwd: ROOT, env: { ...process.env, ...env, PIPELINE_STORE: store }, stdio: ['ignore', full, 'pipe'] as ['ignore', number, 'pipe'] };
+      const child = spawn(process.execPath, [BIN, 'list'], options);
       let stderr = '';
       child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       const [code] = (await once(child, 'exit')) as [number | null];

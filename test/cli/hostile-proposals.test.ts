@@ -32,7 +32,8 @@ describe(`a proposal nested ${DEPTH} levels deep`, () => {
     const list = await runIn(['list', '--json'], deepStore());
     expect(list.code).toBe(0);
     expect(JSON.parse(list.stdout)).toEqual([pendingProposal(GOOD, 'a fine claim')]);
-    expect(list.stderr.trim().split('\n')).toEqual([`warning: ${DEEP}: the proposal nests more than ${MAX_PRINT_DEPTH} levels deep and cannot be printed — skipped, left as it is`]);
+    const warning = `warning: ${DEEP}: the proposal nests more than ${MAX_PRINT_DEPTH} levels deep and cannot be printed — skipped, left as it is`;
+    expect(list.stderr.trim().split('\n')).toEqual([warning]);
   });
 
   it('list --json prints exactly what JSON.stringify would for the printable ones', async () => {

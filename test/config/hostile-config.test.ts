@@ -37,8 +37,8 @@ describe('${…} nested too deep', () => {
   it('5,000 levels in a YAML value is a positioned error naming the limit, with a short quote', async () => {
     const text = await loadEdited('pipeline.yaml', (yaml) => yaml.replace('name: lesson-promotion', () => `name: "${nested(5_000)}"`));
     const line = lineOf('pipeline.yaml', 'name: lesson-promotion');
-    expect(text).toHaveLength(1);
-    expect(text[0]).toMatch(new RegExp(`^pipeline\\.yaml:${line}:7: "\\$\\{…\\}" nested more than 32 levels deep in "(\\$\\{A:-){12}…"\\n  hint: nest defaults at most 32 levels deep$`));
+    const quoted = `"${'${A:-'.repeat(12)}…"`;
+    expect(text).toEqual([`pipeline.yaml:${line}:7: "\${…}" nested more than 32 levels deep in ${quoted}\n  hint: nest defaults at most 32 levels deep`]);
   });
 
   it('never takes a variable from Object.prototype', () => {
@@ -61,6 +61,7 @@ describe('a number that is not finite', () => {
   it('.inf as a threshold', async () => {
     const line = lineOf('rubrics/lesson-promotion.yaml', 'score_threshold:');
     const text = await loadEdited('rubrics/lesson-promotion.yaml', (yaml) => yaml.replace(/score_threshold: [0-9.]+/, 'score_threshold: .inf'));
-    expect(text).toEqual([expect.stringMatching(new RegExp(`^rubrics/lesson-promotion\\.yaml:${line}:\\d+: score_threshold must be a finite number, got \\.inf$`))]);
+    const col = readFileSync(path.join(ROOT, 'rubrics/lesson-promotion.yaml'), 'utf8').split('\n')[line - 1]!.indexOf('score_threshold:') + 18;
+    expect(text).toEqual([`rubrics/lesson-promotion.yaml:${line}:${col}: score_threshold must be a finite number, got .inf`]);
   });
 });

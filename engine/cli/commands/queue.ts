@@ -16,7 +16,9 @@ function reportMalformed(context: Context, ids: readonly string[]): void {
 }
 
 function reportTooDeep(context: Context, ids: readonly string[]): void {
-  for (const id of ids) context.out.warn(`${id}: the proposal nests more than ${MAX_PRINT_DEPTH} levels deep and cannot be printed — skipped, left as it is`);
+  for (const id of ids) {
+    context.out.warn(`${id}: the proposal nests more than ${MAX_PRINT_DEPTH} levels deep and cannot be printed — skipped, left as it is`);
+  }
 }
 
 /**
@@ -40,7 +42,8 @@ export async function runStatus(context: Context): Promise<number> {
   const { counts, malformed, unknown } = await engine.store.counts(states);
   reportMalformed(context, malformed);
   for (const [status, count] of await strayStatuses(engine.store, states, unknown)) {
-    context.out.warn(`${count} ${count === 1 ? 'proposal has' : 'proposals have'} status ${JSON.stringify(status)}, which the lifecycle does not know — not counted`);
+    const has = count === 1 ? 'proposal has' : 'proposals have';
+    context.out.warn(`${count} ${has} status ${JSON.stringify(status)}, which the lifecycle does not know — not counted`);
   }
   const countOf = (state: string): number => (Object.hasOwn(counts, state) ? (counts[state] ?? 0) : 0);
   if (context.json) context.out.data(Object.fromEntries(states.map((state) => [state, countOf(state)])));

@@ -9,7 +9,7 @@ import type { Lifecycle } from '../../lifecycle/machine.js';
 import { writeFileAtomic } from '../../store/files.js';
 import { listWords } from '../../util/suggest.js';
 import { escapeTerminal } from '../../util/terminal.js';
-import type { VizSnapshot } from '../../viz/index.js';
+import type { ProposalRow, VizSnapshot } from '../../viz/index.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
 import { strayStatuses } from './queue.js';
@@ -62,8 +62,10 @@ export async function runViz(context: Context): Promise<number> {
       reported.add(id);
     }
     for (const [status, count] of await strayStatuses(engine.store, lifecycle.states, result.unknown)) {
-      if (!reported.has(`status:${status}`)) context.out.warn(`${count} ${count === 1 ? 'proposal has' : 'proposals have'} status ${JSON.stringify(status)}, which the lifecycle does not know — not shown`);
+      if (reported.has(`status:${status}`)) continue;
       reported.add(`status:${status}`);
+      const has = count === 1 ? 'proposal has' : 'proposals have';
+      context.out.warn(`${count} ${has} status ${JSON.stringify(status)}, which the lifecycle does not know — not shown`);
     }
     return escapeTitles(result.snapshot);
   };
@@ -105,7 +107,8 @@ export function describeWriteError(error: unknown): string {
     ENAMETOOLONG: 'the name is too long',
   };
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  return (code !== undefined && Object.hasOwn(reasons, code) ? reasons[code] : undefined) ?? (code ? `the system refused it (${code})` : 'the system refused it');
+  if (code !== undefined && Object.hasOwn(reasons, code)) return reasons[code]!;
+  return code ? `the system refused it (${code})` : 'the system refused it';
 }
 
 /**
@@ -113,9 +116,8 @@ export function describeWriteError(error: unknown): string {
  * shown as a visible escape: a browser honours a right-to-left override just as a terminal does.
  */
 function escapeTitles(snapshot: VizSnapshot): VizSnapshot {
-  const proposals = Object.fromEntries(
-    Object.entries(snapshot.proposals).map(([state, rows]) => [state, rows.map((row) => (row.title === null ? row : { ...row, title: escapeTerminal(row.title) }))]),
-  );
+  const escaped = (row: ProposalRow): ProposalRow => (row.title === null ? row : { ...row, title: escapeTerminal(row.title) });
+  const proposals = Object.fromEntries(Object.entries(snapshot.proposals).map(([state, rows]) => [state, rows.map(escaped)]));
   return { ...snapshot, proposals };
 }
 
