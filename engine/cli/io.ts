@@ -1,9 +1,12 @@
 /**
  * The command line's window on the world, injected so commands can run in-process in tests.
  * Results go to stdout, messages to stderr; `--json` output is never mixed with prose.
+ * `Output` is the one place text leaves the engine, so it is where text from proposals is escaped.
  */
 import pc from 'picocolors';
-import { formatIssue, type Issue } from '../errors.js';
+import { formatIssue, PipelineError, type Issue } from '../errors.js';
+import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../util/nesting.js';
+import { escapeJsonText, escapeTerminal } from '../util/terminal.js';
 
 export interface Io {
   stdout: { write(text: string): unknown };
@@ -17,9 +20,37 @@ export interface Io {
   stderrIsTTY: boolean;
   /** Install a Ctrl-C handler; returns a function that removes it. */
   onInterrupt(handler: () => void): () => void;
+  /** Did stdout's reader go away (`closed`: `pipeline list | head -1`, exit 0) or writing to it fail (`failed`, exit 1)? */
+  stdoutLost?(): 'closed' | 'failed' | undefined;
 }
 
+/** Work that must not be cut short (a run, a served page) holds an interrupt handler while it lasts. */
+let working = 0;
+let stdoutLost: 'closed' | 'failed' | undefined;
+
+/**
+ * A closed pipe is how a reader says it has read enough, not a failure (SPEC §7): a closed stdout
+ * ends the command at once with exit 0 — or, while a run is working, lets it finish silently so no
+ * commit or provider process is cut off — and a closed stderr only silences messages. Any other
+ * stdout error is one line on stderr and exit 1, never a stack trace.
+ */
+function watchClosedPipes(): void {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (stdoutLost) return;
+    stdoutLost = error.code === 'EPIPE' ? 'closed' : 'failed';
+    if (stdoutLost === 'failed') process.stderr.write(`pipeline: cannot write to stdout: ${error.code ?? error.message}\n`);
+    if (working === 0) process.exit(stdoutLost === 'closed' ? 0 : 1);
+  });
+  process.stderr.on('error', () => {
+    // Nobody reads the messages any more; the command's results and exit code do not depend on them.
+  });
+}
+
+let watching = false;
+
 export function processIo(): Io {
+  if (!watching) watchClosedPipes();
+  watching = true;
   return {
     stdout: process.stdout,
     stderr: process.stderr,
@@ -30,12 +61,28 @@ export function processIo(): Io {
     stderrIsTTY: Boolean(process.stderr.isTTY),
     onInterrupt(handler) {
       process.on('SIGINT', handler);
-      return () => process.off('SIGINT', handler);
+      working++;
+      let removed = false;
+      return () => {
+        if (removed) return;
+        removed = true;
+        working--;
+        process.off('SIGINT', handler);
+      };
     },
+    stdoutLost: () => stdoutLost,
   };
 }
 
 export type Colors = ReturnType<typeof pc.createColors>;
+
+/** JSON text for output (2-space indent, terminal-safe, parses to `value`), or undefined when it nests too deep to print. */
+export function renderJson(value: unknown): string | undefined {
+  return nestsDeeperThan(value, MAX_PRINT_DEPTH) ? undefined : escapeJsonText(JSON.stringify(value, null, 2) ?? 'null');
+}
+
+/** The chunk size in which long JSON arrays are written (one write per element would be slow). */
+const CHUNK = 64 * 1024;
 
 export class Output {
   readonly json: boolean;
@@ -51,33 +98,65 @@ export class Output {
 
   /** A result line on stdout. */
   line(text = ''): void {
+    this.io.stdout.write(`${escapeTerminal(text)}\n`);
+  }
+
+  /** A machine-readable result on stdout; a value nested too deep to print is an error, not a crash. */
+  data(value: unknown): void {
+    const text = renderJson(value);
+    if (text === undefined) throw new PipelineError('output.too_deep', `the result is nested more than ${MAX_PRINT_DEPTH} levels deep and cannot be printed`);
     this.io.stdout.write(`${text}\n`);
   }
 
-  /** A machine-readable result on stdout. */
-  data(value: unknown): void {
-    this.io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  /**
+   * A JSON array on stdout, exactly as `data` would print it, leaving out the elements nested too
+   * deep to print. Returns their indexes, for the caller to report by name.
+   */
+  dataArray(values: readonly unknown[]): number[] {
+    const left: number[] = [];
+    let chunk = '[';
+    let first = true;
+    values.forEach((value, index) => {
+      const text = renderJson(value);
+      if (text === undefined) {
+        left.push(index);
+        return;
+      }
+      chunk += `${first ? '' : ','}\n  ${text.replace(/\n/g, '\n  ')}`;
+      first = false;
+      if (chunk.length >= CHUNK) {
+        this.io.stdout.write(chunk);
+        chunk = '';
+      }
+    });
+    this.io.stdout.write(`${chunk}${first ? ']' : '\n]'}\n`);
+    return left;
   }
 
-  /** A message for the person on stderr. */
-  note(text: string): void {
-    this.io.stderr.write(`${text}\n`);
+  /** A message for the person on stderr; `label`, when given, is the engine's own word before it, in colour. */
+  note(text: string, label?: string): void {
+    this.io.stderr.write(`${label === undefined ? '' : `${this.color.yellow(label)} `}${escapeTerminal(text)}\n`);
+  }
+
+  /** A heading on stderr (the walk's proposal header): a blank line, then the text in bold. */
+  heading(text: string): void {
+    this.io.stderr.write(`\n${this.color.bold(escapeTerminal(text))}\n`);
   }
 
   error(text: string, hint?: string): void {
-    this.io.stderr.write(`${this.color.red('error:')} ${text}\n${hint ? `  hint: ${hint}\n` : ''}`);
+    this.io.stderr.write(`${this.color.red('error:')} ${escapeTerminal(text)}\n${hint ? `  hint: ${escapeTerminal(hint)}\n` : ''}`);
   }
 
   refused(text: string, details: readonly string[] = []): void {
-    this.io.stderr.write(`${this.color.red('refused:')} ${text}\n${details.map((detail) => `  - ${detail}\n`).join('')}`);
+    this.io.stderr.write(`${this.color.red('refused:')} ${escapeTerminal(text)}\n${details.map((detail) => `  - ${escapeTerminal(detail)}\n`).join('')}`);
   }
 
   warn(text: string): void {
-    this.io.stderr.write(`${this.color.yellow('warning:')} ${text}\n`);
+    this.io.stderr.write(`${this.color.yellow('warning:')} ${escapeTerminal(text)}\n`);
   }
 
   issue(issue: Issue): void {
     if (issue.severity === 'warning') this.warn(formatIssue({ ...issue, severity: 'error' }));
-    else this.io.stderr.write(`${formatIssue(issue)}\n`);
+    else this.io.stderr.write(`${escapeTerminal(formatIssue(issue))}\n`);
   }
 }

@@ -12,7 +12,15 @@ import { processIo, Output, type Io } from './io.js';
 import { helpText, versionText } from './help.js';
 import { reviewCommandSpec } from './review-commands.js';
 
+/** Run one command line; resolves to its exit code. Throws only for a bug (the binary reports it as an internal error). */
 export async function main(argv: string[], io: Io = processIo(), injected: Injected = {}): Promise<number> {
+  const code = await dispatch(argv, io, injected);
+  // A reader that went away (`pipeline list | head -1`) has read what it wanted: that is success.
+  const lost = io.stdoutLost?.();
+  return lost === 'closed' ? EXIT.ok : lost === 'failed' ? EXIT.refused : code;
+}
+
+async function dispatch(argv: string[], io: Io, injected: Injected): Promise<number> {
   const { command, rest } = splitCommand(argv);
   const early = new Output(io, { json: argv.includes('--json') });
   try {

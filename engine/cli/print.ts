@@ -30,7 +30,7 @@ export function printOutcome(out: Output, outcome: Outcome): ExitCode {
       out.refused(outcome.message, outcome.details);
       break;
     case 'unjudged':
-      out.note(`${out.color.yellow('could not be judged:')} ${outcome.id}: ${outcome.reason}; it stays as it is and the next run retries it`);
+      out.note(`${outcome.id}: ${outcome.reason}; it stays as it is and the next run retries it`, 'could not be judged:');
       break;
   }
   return exitCodeOf(outcome);

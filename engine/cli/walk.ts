@@ -9,14 +9,20 @@ import type { Engine } from '../engine.js';
 import { EXIT } from '../errors.js';
 import { optionName, reviewCommands, runReviewCommand } from '../stages/review.js';
 import { getPath } from '../util/json-path.js';
+import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../util/nesting.js';
 import type { Context } from './context.js';
 import { printOutcome } from './print.js';
 import { reviewUsage } from './review-commands.js';
 
-function render(value: unknown): string {
+/** Width of a field's label column; a value's further lines are indented to it, so no value can pass for another field. */
+const LABEL_WIDTH = 16;
+
+/** One field's value as text (Output escapes it on the way out); a value nested too deep to print says so. */
+export function renderField(value: unknown): string {
   if (value === undefined || value === null) return '—';
-  if (typeof value === 'string') return value;
-  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return value.join(', ');
+  if (typeof value === 'string') return value.replace(/\r\n/g, '\n').replace(/\n/g, `\n${' '.repeat(LABEL_WIDTH + 2)}`);
+  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return renderField(value.join(', '));
+  if (nestsDeeperThan(value, MAX_PRINT_DEPTH)) return `(nested more than ${MAX_PRINT_DEPTH} levels deep; not shown)`;
   return JSON.stringify(value);
 }
 
@@ -38,8 +44,10 @@ export async function runReviewWalk(context: Context, engine: Engine, stage: Rev
     outer: for (const [index, id] of ids.entries()) {
       const read = await engine.read(id);
       if (!read.ok || read.stored.proposal['status'] !== from) continue;
-      context.out.note(`\n${context.out.color.bold(`${index + 1}/${ids.length}  ${id}`)}`);
-      for (const field of stage.walk?.show ?? [{ label: 'title', field: stage.title ?? 'id' }]) context.out.note(`  ${field.label.padEnd(16)}${render(getPath(read.stored.proposal, field.field))}`);
+      context.out.heading(`${index + 1}/${ids.length}  ${id}`);
+      for (const field of stage.walk?.show ?? [{ label: 'title', field: stage.title ?? 'id' }]) {
+        context.out.note(`  ${field.label.padEnd(LABEL_WIDTH)}${renderField(getPath(read.stored.proposal, field.field))}`);
+      }
       for (;;) {
         const answer = (await rl.question(`${menu} > `)).trim().toLowerCase();
         const choice = choices.find((candidate) => candidate.key === answer);

@@ -20,14 +20,15 @@ export interface Finding {
 /** How a value is shown: the caller can supply the text exactly as written in the file. */
 export type ShowValue = (path: string[], value: unknown) => string;
 
-const defaultShow: ShowValue = (_path, value) => (typeof value === 'string' ? `"${value}"` : JSON.stringify(value) ?? String(value));
+const defaultShow: ShowValue = (_path, value) =>
+  typeof value === 'string' ? `"${value}"` : typeof value === 'number' && !Number.isFinite(value) ? String(value) : (JSON.stringify(value) ?? String(value));
 
+/** The kind of a value that is not a number (numbers are quoted as written instead). */
 function typeName(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a map';
   if (typeof value === 'string') return 'a string';
-  if (typeof value === 'number') return Number.isInteger(value) ? 'an integer' : 'a number';
   return `a ${typeof value}`;
 }
 
@@ -121,8 +122,13 @@ function describe(error: ErrorObject, show: ShowValue): Finding | undefined {
     case 'const':
       return { path, code: 'schema.const', message: custom ?? `${key} must be ${JSON.stringify(error.schema)}, got ${show(path, value)}`, prefer: 'value' };
     case 'type': {
-      const expected = ([] as string[]).concat(error.schema as string | string[]).map(article);
-      return { path, code: 'schema.type', message: `${key} must be ${listWords(expected)}, got ${typeName(value)}`, prefer: 'value' };
+      // A number that fails a number type is NaN or ±infinity (YAML's .nan, .inf) or, for an integer, a fraction:
+      // "must be a number, got a number" would be false, so say which numbers are meant and quote the value as written.
+      const finite = typeof value === 'number' && !Number.isFinite(value);
+      const types = ([] as string[]).concat(error.schema as string | string[]);
+      const expected = types.map((type) => (finite && type === 'number' ? 'a finite number' : article(type)));
+      const got = typeof value === 'number' ? show(path, value) : typeName(value);
+      return { path, code: 'schema.type', message: `${key} must be ${listWords(expected)}, got ${got}`, prefer: 'value' };
     }
     case 'minimum':
     case 'maximum':

@@ -9,9 +9,22 @@ import type { SourceFile } from './source.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
-export class InterpolationError extends Error {}
+export class InterpolationError extends Error {
+  constructor(
+    message: string,
+    readonly hint = 'set the variable, or give a default with ${NAME:-default}',
+  ) {
+    super(message);
+  }
+}
 
-/** Expand one string. Throws InterpolationError naming the unset variable. */
+/**
+ * How deep defaults may nest (`${A:-${B:-x}}` is 2). Real configuration uses two or three levels;
+ * thousands are an accident or an attack, and each level costs a scan and a stack frame.
+ */
+export const MAX_NESTING = 32;
+
+/** Expand one string. Throws InterpolationError naming the unset variable, or the nesting that is too deep. */
 export function interpolate(text: string, env: Env): string {
   let out = '';
   let i = 0;
@@ -23,7 +36,7 @@ export function interpolate(text: string, env: Env): string {
     }
     if (text.startsWith('${', i)) {
       const end = matchingBrace(text, i + 2);
-      if (end < 0) throw new InterpolationError(`unterminated "\${" in "${text}"`);
+      if (end < 0) throw new InterpolationError(`unterminated "\${" in ${quote(text)}`, 'close it with "}", or write "$${" for a literal "${"');
       out += expand(text.slice(i + 2, end), env);
       i = end + 1;
       continue;
@@ -34,11 +47,16 @@ export function interpolate(text: string, env: Env): string {
   return out;
 }
 
+/** The index of the `}` closing the `${` opened just before `from`, or -1. Bounds the nesting, so expansion recurses at most MAX_NESTING deep. */
 function matchingBrace(text: string, from: number): number {
   let depth = 1;
   for (let i = from; i < text.length; i++) {
     if (text.startsWith('${', i)) {
       depth++;
+      if (depth > MAX_NESTING) {
+        const hint = `nest defaults at most ${MAX_NESTING} levels deep`;
+        throw new InterpolationError(`"\${…}" nested more than ${MAX_NESTING} levels deep in ${quote(text)}`, hint);
+      }
       i++;
     } else if (text[i] === '}') {
       depth--;
@@ -48,11 +66,19 @@ function matchingBrace(text: string, from: number): number {
   return -1;
 }
 
+/** A value quoted in a message: hostile text may be megabytes long, so only its start is shown. */
+function quote(text: string): string {
+  return JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}…` : text);
+}
+
 function expand(body: string, env: Env): string {
   const sep = body.indexOf(':-');
   const name = sep < 0 ? body : body.slice(0, sep);
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new InterpolationError(`"\${${body}}" is not a variable reference (use \${NAME} or \${NAME:-default})`);
-  const value = env[name];
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+    throw new InterpolationError(`${quote(`\${${body}}`)} is not a variable reference (use \${NAME} or \${NAME:-default})`);
+  }
+  // Own variables only: `\${constructor}` must not find Object.prototype's.
+  const value = Object.hasOwn(env, name) ? env[name] : undefined;
   if (value !== undefined && value !== '') return value;
   if (sep >= 0) return interpolate(body.slice(sep + 2), env);
   throw new InterpolationError(`environment variable ${name} is not set`);
@@ -76,7 +102,7 @@ export function interpolateSource(source: SourceFile, env: Env): Issue[] {
           line: at.line,
           col: at.col,
           message: error.message,
-          hint: 'set the variable, or give a default with ${NAME:-default}',
+          hint: error.hint,
         });
       }
     },

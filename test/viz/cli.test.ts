@@ -64,7 +64,7 @@ describe('pipeline viz', () => {
   it('refuses an --out it cannot write', async () => {
     const result = await runInProcess(['viz', '--out', path.join(tempDir(), 'missing', 'x.html'), '--store', tempDir()]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^error: cannot write .*x\.html: ENOENT/);
+    expect(result.stderr).toMatch(/^error: cannot write .*x\.html: no such directory\n/);
   });
 
   it('renders any pipeline: the editorial one, with its own store', async () => {

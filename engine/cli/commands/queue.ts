@@ -5,6 +5,7 @@ import { stringify } from 'yaml';
 import { EXIT } from '../../errors.js';
 import type { Stored } from '../../store/types.js';
 import { getPath } from '../../util/json-path.js';
+import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../../util/nesting.js';
 import { listWords } from '../../util/suggest.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
@@ -14,16 +15,25 @@ function reportMalformed(context: Context, ids: readonly string[]): void {
   for (const id of ids) context.out.warn(`${id}: the proposal file is empty, truncated or not a JSON object — skipped, left as it is`);
 }
 
+function reportTooDeep(context: Context, ids: readonly string[]): void {
+  for (const id of ids) {
+    context.out.warn(`${id}: the proposal nests more than ${MAX_PRINT_DEPTH} levels deep and cannot be printed — skipped, left as it is`);
+  }
+}
+
 export async function runStatus(context: Context): Promise<number> {
   const engine = await context.engine();
   const states = engine.pipeline.lifecycle.states;
   const { counts, malformed, unknown } = await engine.store.counts(states);
   reportMalformed(context, malformed);
+  // The store's tally has no prototype: a status named `__proto__` or `constructor` is a name.
   for (const [status, count] of Object.entries(unknown)) {
-    context.out.warn(`${count} ${count === 1 ? 'proposal has' : 'proposals have'} status "${status}", which the lifecycle does not know — not counted`);
+    const has = count === 1 ? 'proposal has' : 'proposals have';
+    context.out.warn(`${count} ${has} status ${JSON.stringify(status)}, which the lifecycle does not know — not counted`);
   }
-  if (context.json) context.out.data(counts);
-  else for (const state of states) context.out.line(`${state} ${counts[state]}`);
+  const countOf = (state: string): number => (Object.hasOwn(counts, state) ? (counts[state] ?? 0) : 0);
+  if (context.json) context.out.data(Object.fromEntries(states.map((state) => [state, countOf(state)])));
+  else for (const state of states) context.out.line(`${state} ${countOf(state)}`);
   return EXIT.ok;
 }
 
@@ -45,7 +55,8 @@ export async function runList(context: Context): Promise<number> {
   }
   reportMalformed(context, malformed);
   if (context.json) {
-    context.out.data(items.map((item) => item.proposal));
+    const left = context.out.dataArray(items.map((item) => item.proposal));
+    reportTooDeep(context, left.map((index) => items[index]!.id));
     return EXIT.ok;
   }
   const field = titleField(engine.pipeline.stages as { kind: string; title?: string }[]);
@@ -61,8 +72,13 @@ export async function runShow(context: Context): Promise<number> {
   const id = context.parsed.positionals[0]!;
   const read = await engine.read(id);
   if (!read.ok) return printOutcome(context.out, read.outcome);
-  if (context.json) context.out.data(read.stored.proposal);
-  else context.out.line(stringify(read.stored.proposal, { lineWidth: 100 }).trimEnd());
+  const { proposal } = read.stored;
+  if (nestsDeeperThan(proposal, MAX_PRINT_DEPTH)) {
+    context.out.refused(`${read.stored.id}: the proposal nests more than ${MAX_PRINT_DEPTH} levels deep and cannot be shown; it is left as it is`);
+    return EXIT.refused;
+  }
+  if (context.json) context.out.data(proposal);
+  else context.out.line(stringify(proposal, { lineWidth: 100 }).trimEnd());
   return EXIT.ok;
 }
 

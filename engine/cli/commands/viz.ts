@@ -6,9 +6,10 @@
 import path from 'node:path';
 import { EXIT, PipelineError } from '../../errors.js';
 import type { Lifecycle } from '../../lifecycle/machine.js';
-import { writeFileAtomic } from '../../store/files.js';
+import { NotRegularFile, writeFileAtomic } from '../../store/files.js';
 import { listWords } from '../../util/suggest.js';
-import type { VizSnapshot } from '../../viz/index.js';
+import { escapeTerminal } from '../../util/terminal.js';
+import type { ProposalRow, VizSnapshot } from '../../viz/index.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
 
@@ -60,10 +61,12 @@ export async function runViz(context: Context): Promise<number> {
       reported.add(id);
     }
     for (const [status, count] of Object.entries(result.unknown)) {
-      if (!reported.has(`status:${status}`)) context.out.warn(`${count} ${count === 1 ? 'proposal has' : 'proposals have'} status "${status}", which the lifecycle does not know — not shown`);
+      if (reported.has(`status:${status}`)) continue;
       reported.add(`status:${status}`);
+      const has = count === 1 ? 'proposal has' : 'proposals have';
+      context.out.warn(`${count} ${has} status ${JSON.stringify(status)}, which the lifecycle does not know — not shown`);
     }
-    return result.snapshot;
+    return escapeTitles(result.snapshot);
   };
 
   if (options.serve) return serve(context, options.serve.port, viz, read, lifecycle);
@@ -80,10 +83,42 @@ export async function runViz(context: Context): Promise<number> {
   try {
     await writeFileAtomic(target, text);
   } catch (error) {
-    throw new PipelineError('viz.write', `cannot write ${options.out}: ${(error as Error).message}`);
+    throw new PipelineError('viz.write', `cannot write ${options.out}: ${describeWriteError(error)}`);
   }
   context.out.note(`wrote ${options.out} (${options.format})`);
   return EXIT.ok;
+}
+
+/**
+ * Why a file could not be written, in words that name no temporary file: the error of an atomic
+ * write is about the temp file beside the target, whose name means nothing to the person.
+ */
+export function describeWriteError(error: unknown): string {
+  const reasons: Record<string, string> = {
+    ENOENT: 'no such directory',
+    ENOTDIR: 'a part of the path is not a directory',
+    EISDIR: 'it is a directory',
+    EACCES: 'permission denied',
+    EPERM: 'permission denied',
+    EROFS: 'read-only file system',
+    ENOSPC: 'no space left on the device',
+    EDQUOT: 'disk quota exceeded',
+    ENAMETOOLONG: 'the name is too long',
+  };
+  if (error instanceof NotRegularFile) return `it is ${error.what}`;
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code !== undefined && Object.hasOwn(reasons, code)) return reasons[code]!;
+  return code ? `the system refused it (${code})` : 'the system refused it';
+}
+
+/**
+ * Proposal titles reach the page (and a terminal, when the page goes to stdout) with every control
+ * shown as a visible escape: a browser honours a right-to-left override just as a terminal does.
+ */
+function escapeTitles(snapshot: VizSnapshot): VizSnapshot {
+  const escaped = (row: ProposalRow): ProposalRow => (row.title === null ? row : { ...row, title: escapeTerminal(row.title) });
+  const proposals = Object.fromEntries(Object.entries(snapshot.proposals).map(([state, rows]) => [state, rows.map(escaped)]));
+  return { ...snapshot, proposals };
 }
 
 type Viz = typeof import('../../viz/index.js');
