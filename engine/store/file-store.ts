@@ -361,6 +361,26 @@ export class FileStore implements Store {
     return lastRowOf(path.join(this.location, AUDIT_FILE), id);
   }
 
+  async changes(cursor?: string): Promise<{ all: boolean; ids: string[]; cursor: string }> {
+    const log = path.join(this.location, AUDIT_FILE);
+    const stat = lstatSync(log, { throwIfNoEntry: false });
+    const ino = stat?.isFile() ? stat.ino : 0;
+    const size = stat?.isFile() ? stat.size : 0;
+    const match = /^f1:(\d+):(\d+)$/.exec(cursor ?? '');
+    // A cursor taken before the log existed (inode 0) reads the new log from its start.
+    const sameLog = match !== null && (Number(match[1]) === ino || (Number(match[1]) === 0 && Number(match[2]) === 0));
+    if (!match || !sameLog || Number(match[2]) > size) return { all: true, ids: [], cursor: `f1:${ino}:${size}` };
+    const offset = Number(match[2]);
+    const tail = readRegularFrom(log, offset);
+    const end = tail.lastIndexOf(0x0a) + 1;
+    const ids = new Set<string>();
+    for (const line of tail.subarray(0, end).toString('utf8').split('\n')) {
+      const id = /"id":"([0-7][0-9A-HJKMNP-TV-Z]{25})"/.exec(line)?.[1];
+      if (id) ids.add(id);
+    }
+    return { all: false, ids: [...ids].sort(), cursor: `f1:${ino}:${offset + end}` };
+  }
+
   async readEntry(collection: string, id: string): Promise<unknown | undefined> {
     let text: string | undefined;
     try {

@@ -241,6 +241,14 @@ export class MemoryStore implements Store {
     return undefined;
   }
 
+  async changes(cursor?: string): Promise<{ all: boolean; ids: string[]; cursor: string }> {
+    const match = /^m1:(\d+)$/.exec(cursor ?? '');
+    const length = this.shared.audit.length;
+    if (!match || Number(match[1]) > length) return { all: true, ids: [], cursor: `m1:${length}` };
+    const ids = new Set(this.shared.audit.slice(Number(match[1])).map((row) => row.id));
+    return { all: false, ids: [...ids].sort(), cursor: `m1:${length}` };
+  }
+
   async readEntry(collection: string, id: string): Promise<unknown | undefined> {
     const text = this.shared.entries.get(collection)?.get(id);
     return text === undefined ? undefined : (JSON.parse(text) as unknown);

@@ -159,6 +159,12 @@ export interface Store {
   audit(options?: { id?: string }): AsyncIterable<AuditRow>;
   /** A proposal's latest audit row. */
   lastAudit(id: string): Promise<AuditRow | undefined>;
+  /**
+   * The proposals committed since `cursor` (from the audit log), for views kept up to date
+   * incrementally; `all` when the store cannot tell (no cursor, or its log was replaced): the
+   * caller then rebuilds its view from a listing.
+   */
+  changes(cursor?: string): Promise<{ all: boolean; ids: string[]; cursor: string }>;
 
   readEntry(collection: string, id: string): Promise<unknown | undefined>;
   /** Ids of the entries in a collection, sorted. */

@@ -262,6 +262,21 @@ export function storeContract(name: string, hooks: ContractHooks): void {
       });
     });
 
+    it('tells which proposals changed since a cursor, and when it cannot tell', async () => {
+      const store = await make();
+      const first = await store.changes();
+      expect(first.all).toBe(true);
+      const version = await created(store, A);
+      await created(store, B);
+      const second = await store.changes(first.cursor);
+      expect(second).toMatchObject({ all: false, ids: [A, B] });
+      await store.commit(change(A, version, 'confirmed'));
+      expect(await store.changes(second.cursor)).toMatchObject({ all: false, ids: [A] });
+      const third = await store.changes(second.cursor);
+      expect(await store.changes(third.cursor)).toMatchObject({ all: false, ids: [] });
+      expect((await store.changes('nonsense')).all).toBe(true);
+    });
+
     describe('leases', () => {
       it('gives a unit to one holder at a time, per stage, across handles', async () => {
         const store = await make();
