@@ -11,7 +11,7 @@ import { formatFindings } from '../config/findings.js';
 import type { TransformStageDef } from '../config/types.js';
 import type { Actor, Engine } from '../engine.js';
 import { evaluate } from '../expr/evaluate.js';
-import { renderTemplate } from '../expr/template.js';
+import { renderPrompt } from '../expr/template.js';
 import type { Usage } from '../jury/verdict.js';
 import { callProvider, type Called } from '../providers/call.js';
 import type { ProviderSource } from '../providers/index.js';
@@ -108,7 +108,7 @@ export async function transformOne(engine: Engine, stage: TransformStageDef, sou
   const provider = options.providers.get(stage.provider);
   const called = await callProvider(engine.store, provider, {
     purpose: 'transform',
-    prompt: renderTemplate(stage.prompt ?? '', { record }),
+    prompt: renderPrompt(stage.prompt ?? '', { record }),
     input: { record },
     env: { PIPELINE_STAGE: stage.name },
     ...(options.signal ? { signal: options.signal } : {}),
