@@ -18,7 +18,7 @@ export function renderTemplate(template: string, scope: unknown): string {
 }
 
 /** `<` `/` with only whitespace between: the start of any closing tag, however it is spaced. */
-const CLOSING_TAG = /<(\s*)\//g;
+export const CLOSING_TAG = /<(\s*)\//g;
 
 /**
  * Neutralise closing tags in text that goes between a prompt's delimiters: `</x` becomes `<\/x`,
