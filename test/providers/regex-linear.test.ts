@@ -13,7 +13,7 @@ import type { TransformStageDef } from '../../engine/config/types.js';
 import { PATTERN_FLAGS } from '../../engine/expr/evaluate.js';
 import { CLOSING_TAG } from '../../engine/expr/template.js';
 import { ABSENT_FLAGS } from '../../engine/providers/checks.js';
-import { SECRET_PATTERNS } from '../../engine/providers/secrets.js';
+import { OPAQUE_RUN, SECRET_PATTERNS } from '../../engine/providers/secrets.js';
 import { isObject } from '../../engine/util/json-path.js';
 import { shippedPipeline } from '../helpers.js';
 
@@ -46,6 +46,7 @@ function expressionPatterns(node: unknown, where: string, into: Pattern[]): Patt
 async function shippedPatterns(): Promise<Pattern[]> {
   const pipeline = await shippedPipeline();
   const patterns: Pattern[] = SECRET_PATTERNS.map((secret) => ({ where: `secrets.ts ${secret.name}`, source: secret.pattern.source, flags: secret.pattern.flags }));
+  patterns.push({ where: 'secrets.ts opaque runs (masking)', source: OPAQUE_RUN.source, flags: OPAQUE_RUN.flags });
   patterns.push({ where: 'prompt closing tags', source: CLOSING_TAG.source, flags: CLOSING_TAG.flags });
   for (const [name, provider] of Object.entries(pipeline.def.providers ?? {})) {
     if (provider.kind === 'checks') {
