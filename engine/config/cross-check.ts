@@ -5,6 +5,7 @@
  */
 import type { Issue } from '../errors.js';
 import { checkExpression, type ExprRules } from '../expr/check.js';
+import { looksLikeKey } from '../providers/secrets.js';
 import { flattenTransitions, normalizeTransitions, reachableStates } from '../lifecycle/machine.js';
 import { isObject } from '../util/json-path.js';
 import { didYouMean, listWords } from '../util/suggest.js';
@@ -72,12 +73,23 @@ function checkPipeline({ def, schemas, sources }: Context, out: Collector): void
         });
       }
     }
+    if (provider.kind === 'openai' || provider.kind === 'anthropic') checkKeyVariable(out, main, name, provider['api_key_env']);
     if (provider.kind === 'map') {
       const rules: ExprRules = { allow: ['$field', '$value', '$template', '$match', '$pairs', '$keys', '$first', '$lookup', '$count'], secrets };
       out.expressions(main, ['providers', name, 'output'], provider['output'], rules);
       ((provider['refuse'] as { unless: unknown }[]) ?? []).forEach((refusal, index) => out.expressions(main, ['providers', name, 'refuse', index, 'unless'], refusal.unless, rules));
     }
   }
+}
+
+/**
+ * `api_key_env` names a variable. The schema refuses anything that is not a name without quoting
+ * it; a name-shaped value that looks like a key itself (AKIA…, a long mixed-case token) is refused
+ * here, and neither message ever echoes the value: it may be a key pasted in by mistake.
+ */
+function checkKeyVariable(out: Collector, source: SourceFile | undefined, provider: string, variable: unknown): void {
+  if (typeof variable !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(variable) || !looksLikeKey(variable)) return;
+  out.error(source, ['providers', provider, 'api_key_env'], 'config.api_key_value', 'api_key_env looks like a key itself, not the name of an environment variable (the value is not shown)', 'put the key in an environment variable and name that variable here, e.g. api_key_env: ANTHROPIC_API_KEY');
 }
 
 function checkPatterns(out: Collector, source: SourceFile | undefined, path: (string | number)[], patterns: unknown): void {
