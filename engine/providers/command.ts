@@ -52,12 +52,26 @@ export function parseCommandLine(command: string): ParsedCommand {
   return { ok: true, argv };
 }
 
-function childEnv(settings: ModelSettings, def: Record<string, unknown>, request: ProviderRequest): NodeJS.ProcessEnv {
-  const extra = def['env'] && typeof def['env'] === 'object' ? (def['env'] as Record<string, unknown>) : {};
+/** What every child gets from the pipeline's environment (SPEC §6); a provider adds names under `env:`. */
+export const BASE_CHILD_ENV = ['PATH', 'HOME', 'LANG', 'TERM', 'TMPDIR'] as const;
+/** What the engine tells the child about the call. */
+export const CALL_ENV = ['PIPELINE_STAGE', 'PIPELINE_JUDGE_TYPE', 'PIPELINE_PROPOSAL_ID'] as const;
+
+/**
+ * The child's whole environment: the base variables and the names the provider lists under `env:`,
+ * from the pipeline's environment, then the call's PIPELINE_* variables. Nothing else — a judge
+ * program gets no API key or token it was not given by name. Pure.
+ */
+export function childEnv(settings: ModelSettings, def: Record<string, unknown>, request: ProviderRequest): NodeJS.ProcessEnv {
+  const listed = Array.isArray(def['env']) ? def['env'].filter((name): name is string => typeof name === 'string') : [];
   const env: NodeJS.ProcessEnv = {};
-  // Later sources win: the machine, the pipeline's environment, the provider's env, the call's env.
-  for (const source of [process.env, settings.env, extra, request.env]) {
-    for (const [key, value] of Object.entries(source)) if (typeof value === 'string') env[key] = value;
+  for (const name of [...BASE_CHILD_ENV, ...listed]) {
+    const value = settings.env[name];
+    if (typeof value === 'string') env[name] = value;
+  }
+  for (const name of CALL_ENV) {
+    const value = request.env[name];
+    if (typeof value === 'string') env[name] = value;
   }
   return env;
 }

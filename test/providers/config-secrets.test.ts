@@ -76,3 +76,15 @@ describe('base_url', () => {
     expect(text).toEqual([`pipeline.yaml:${line('ftp://')}:5: base_url: must be an http:// or https:// URL; the value is not shown (a URL may carry credentials)`]);
   });
 });
+
+describe('a command provider env: list', () => {
+  it('names the variables passed through; a value in it is refused without being quoted', async () => {
+    const { text, line } = await loadEdited((yaml) => yaml.replace('env: [ANTHROPIC_API_KEY]', `env: [ANTHROPIC_API_KEY, "ANTHROPIC_API_KEY=${ANTHROPIC_KEY}"]`));
+    expect(text).toEqual([`pipeline.yaml:${line('env: [')}:30: item 2 of env: must be the name of an environment variable to pass through (e.g. ANTHROPIC_API_KEY); the value is not shown`]);
+  });
+
+  it('is a list: the map form that set values is refused', async () => {
+    const { text, line } = await loadEdited((yaml) => yaml.replace('env: [ANTHROPIC_API_KEY]', 'env: { FIXTURE: value }'));
+    expect(text).toEqual([`pipeline.yaml:${line('env: {')}:5: env must be a list, got a map`]);
+  });
+});
