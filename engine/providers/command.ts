@@ -4,6 +4,7 @@
  * exit, a timeout, an over-large answer — is an outage, never an answer.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { constants } from 'node:os';
 import type { ModelSettings } from './index.js';
 import { withRetries, type Attempt, type RetryPolicy } from './retry.js';
 import type { Provider, ProviderRequest } from './types.js';
@@ -76,15 +77,30 @@ export function childEnv(settings: ModelSettings, def: Record<string, unknown>, 
   return env;
 }
 
-/** Process groups still running, killed if the engine exits first (they are detached from it). */
+/**
+ * Process groups still running. They are detached from the engine (a timeout kills a whole group),
+ * so nothing kills them for us: they are killed when the engine exits, and on SIGTERM or SIGHUP —
+ * which would otherwise end the engine and leave paid programs running — before it exits with
+ * 128 + the signal's number. SIGINT is the run's own business: it aborts the calls, which kills them.
+ */
 const live = new Set<number>();
-let exitHookInstalled = false;
+let hooksInstalled = false;
+const ENDING_SIGNALS = ['SIGTERM', 'SIGHUP'] as const;
+
+function killLive(): void {
+  for (const group of live) killGroup(group);
+}
+
 function track(pid: number): void {
-  if (!exitHookInstalled) {
-    exitHookInstalled = true;
-    process.once('exit', () => {
-      for (const group of live) killGroup(group);
-    });
+  if (!hooksInstalled) {
+    hooksInstalled = true;
+    process.once('exit', killLive);
+    for (const signal of ENDING_SIGNALS) {
+      process.once(signal, () => {
+        killLive();
+        process.exit(128 + constants.signals[signal]);
+      });
+    }
   }
   live.add(pid);
 }
