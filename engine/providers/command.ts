@@ -7,6 +7,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { constants } from 'node:os';
 import type { ModelSettings } from './index.js';
 import { withRetries, type Attempt, type RetryPolicy } from './retry.js';
+import { maskSecrets } from './secrets.js';
 import type { Provider, ProviderRequest } from './types.js';
 import { UNKNOWN_USAGE } from './types.js';
 
@@ -166,7 +167,8 @@ function runOnce(label: string, argv: string[], env: NodeJS.ProcessEnv, settings
       if (child.pid !== undefined) live.delete(child.pid);
       if (code === 0) return settle({ ok: true, value: Buffer.concat(stdout).toString('utf8') });
       const why = signal ? `killed by ${signal}` : `exit ${code}`;
-      const said = stderr.trim().split('\n').pop()?.slice(0, STDERR_TAIL);
+      // The program's own words, cut, with anything key-shaped masked: an outage line is printed.
+      const said = maskSecrets(stderr.trim().split('\n').pop() ?? '').slice(0, STDERR_TAIL);
       settle({ ok: false, transient: true, reason: `${label}: ${why}${said ? `: ${said}` : ''}` });
     });
     // A program that exits without reading its stdin is judged by its exit, not by EPIPE.

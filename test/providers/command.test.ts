@@ -136,6 +136,12 @@ describe('command provider', () => {
     expect(await provider.call(promptRequest('hi'))).toEqual({ ok: false, outage: 'command provider "exit": exit 3: fixture failed on purpose (gave up after 1 attempt)' });
   });
 
+  it('masks a key the program prints on stderr before its outage line quotes it', async () => {
+    const script = 'process.stderr.write("401: invalid x-api-key sk-ant-api03-Zx8Qw2Lr5Ty7Ui9Op1As3Df5Gh7Jk9\\n"); process.exit(2)';
+    const provider = createCommandProvider('leaky', { kind: 'command', command: `'${process.execPath}' -e '${script}'` }, testSettings({ attempts: 1 }));
+    expect(await provider.call(promptRequest('hi'))).toEqual({ ok: false, outage: 'command provider "leaky": exit 2: 401: invalid x-api-key *** (gave up after 1 attempt)' });
+  });
+
   it('treats a clean exit with nothing on stdout as no answer', async () => {
     const provider = createCommandProvider('mute', { kind: 'command', command: run('exit.mjs', '0') }, testSettings());
     expect(await provider.call(promptRequest('hi'))).toEqual({ ok: false, outage: 'command provider "mute": answered nothing' });
