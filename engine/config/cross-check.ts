@@ -5,7 +5,6 @@
  */
 import type { Issue } from '../errors.js';
 import { checkExpression, type ExprRules } from '../expr/check.js';
-import { looksLikeKey } from '../providers/secrets.js';
 import { flattenTransitions, normalizeTransitions, reachableStates } from '../lifecycle/machine.js';
 import { isObject } from '../util/json-path.js';
 import { didYouMean, listWords } from '../util/suggest.js';
@@ -80,6 +79,16 @@ function checkPipeline({ def, schemas, sources }: Context, out: Collector): void
       ((provider['refuse'] as { unless: unknown }[]) ?? []).forEach((refusal, index) => out.expressions(main, ['providers', name, 'refuse', index, 'unless'], refusal.unless, rules));
     }
   }
+}
+
+/**
+ * Does a variable-name-shaped value look like a key rather than a name? Names are words joined by
+ * `_` (ANTHROPIC_API_KEY, OPENAI_API_KEY_2); keys that fit the name pattern (AKIA…, ghp_…, npm_…,
+ * sk_live_…, AIza…) have a long random part: a segment of 16 or more characters with a digit.
+ * Pure, and local on purpose: configuration loading imports no provider code.
+ */
+export function looksLikeKey(value: string): boolean {
+  return value.split('_').some((segment) => segment.length >= 16 && /[0-9]/.test(segment) && /[A-Za-z]/.test(segment));
 }
 
 /**

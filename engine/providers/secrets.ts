@@ -55,19 +55,6 @@ export function maskSecrets(text: string): string {
   return masked.replace(OPAQUE_RUN, (run) => (/[0-9]/.test(run) && /[A-Za-z]/.test(run) ? MASK : run));
 }
 
-/**
- * Does a configuration value look like a key rather than a name? A known secret format, or a long
- * run mixing lower-case letters and digits, or upper and lower case and digits — environment
- * variable names are words, usually upper case (ANTHROPIC_API_KEY, OPENAI_API_KEY_2).
- */
-export function looksLikeKey(value: string): boolean {
-  if (findSecrets(value).length > 0) return true;
-  const digits = /[0-9]/.test(value);
-  const lower = /[a-z]/.test(value);
-  const upper = /[A-Z]/.test(value);
-  return (value.length >= 32 && digits && lower) || (value.length >= 20 && digits && lower && upper);
-}
-
 /** Strings inside a value (a string, or strings nested in lists and maps). */
 export function textsOf(value: unknown): string[] {
   if (typeof value === 'string') return [value];

@@ -8,10 +8,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configValidators } from '../../engine/config/config-schemas.js';
+import { looksLikeKey } from '../../engine/config/cross-check.js';
 import { buildPipeline } from '../../engine/config/load.js';
 import { readConfigTexts } from '../../engine/config/read.js';
 import { formatIssue } from '../../engine/errors.js';
-import { looksLikeKey } from '../../engine/providers/secrets.js';
 import { cli, cliStore } from '../cli/cli.js';
 import { copyPipeline } from '../helpers.js';
 
@@ -51,7 +51,8 @@ describe('api_key_env', () => {
   });
 
   it('takes ordinary variable names', async () => {
-    for (const name of ['ANTHROPIC_API_KEY', 'OPENAI_API_KEY_2', 'my_gateway_key', 'LLM_GATEWAY_TOKEN_FOR_PRODUCTION_USE']) expect(looksLikeKey(name), name).toBe(false);
+    for (const name of ['ANTHROPIC_API_KEY', 'OPENAI_API_KEY_2', 'my_gateway_key', 'LLM_GATEWAY_TOKEN_FOR_PRODUCTION_USE', 'AZURE_OPENAI_KEY_WESTEUROPE2']) expect(looksLikeKey(name), name).toBe(false);
+    for (const key of [AWS_LIKE, `ghp_${'a1B2'.repeat(9)}`, `npm_${'Zq9'.repeat(12)}`, `sk_live_${'4eC39HqLyjWDarjtT1zdp7dc'}`, `AIza${'Sy9'.repeat(11)}Qw`]) expect(looksLikeKey(key), key).toBe(true);
     const { text } = await loadEdited((yaml) => yaml.replace('api_key_env: ANTHROPIC_API_KEY', 'api_key_env: MY_GATEWAY_KEY_2'));
     expect(text).toEqual([]);
   });
