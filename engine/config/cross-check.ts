@@ -98,7 +98,9 @@ export function looksLikeKey(value: string): boolean {
  */
 function checkKeyVariable(out: Collector, source: SourceFile | undefined, provider: string, variable: unknown): void {
   if (typeof variable !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(variable) || !looksLikeKey(variable)) return;
-  out.error(source, ['providers', provider, 'api_key_env'], 'config.api_key_value', 'api_key_env looks like a key itself, not the name of an environment variable (the value is not shown)', 'put the key in an environment variable and name that variable here, e.g. api_key_env: ANTHROPIC_API_KEY');
+  const message = 'api_key_env looks like a key itself, not the name of an environment variable (the value is not shown)';
+  const hint = 'put the key in an environment variable and name that variable here, e.g. api_key_env: ANTHROPIC_API_KEY';
+  out.error(source, ['providers', provider, 'api_key_env'], 'config.api_key_value', message, hint);
 }
 
 function checkPatterns(out: Collector, source: SourceFile | undefined, path: (string | number)[], patterns: unknown): void {

@@ -94,7 +94,10 @@ export function lastSpan(text: string): { ok: true; start: number; end: number }
   let from = 0;
   for (let pass = 0; pass <= MAX_RESCANS; pass++) {
     const spans = scanSpans(text, from);
-    if (spans.openAt === undefined) return spans.last ? { ok: true, ...spans.last } : { ok: false, reason: pass === 0 ? 'no JSON found in the answer' : 'the last JSON object in the answer is not complete' };
+    if (spans.openAt === undefined) {
+      if (spans.last) return { ok: true, ...spans.last };
+      return { ok: false, reason: pass === 0 ? 'no JSON found in the answer' : 'the last JSON object in the answer is not complete' };
+    }
     from = spans.openAt + 1;
   }
   return { ok: false, reason: 'the last JSON object in the answer is not complete' };
