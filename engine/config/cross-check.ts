@@ -72,12 +72,35 @@ function checkPipeline({ def, schemas, sources }: Context, out: Collector): void
         });
       }
     }
+    if (provider.kind === 'openai' || provider.kind === 'anthropic') checkKeyVariable(out, main, name, provider['api_key_env']);
     if (provider.kind === 'map') {
       const rules: ExprRules = { allow: ['$field', '$value', '$template', '$match', '$pairs', '$keys', '$first', '$lookup', '$count'], secrets };
       out.expressions(main, ['providers', name, 'output'], provider['output'], rules);
       ((provider['refuse'] as { unless: unknown }[]) ?? []).forEach((refusal, index) => out.expressions(main, ['providers', name, 'refuse', index, 'unless'], refusal.unless, rules));
     }
   }
+}
+
+/**
+ * Does a variable-name-shaped value look like a key rather than a name? Names are words joined by
+ * `_` (ANTHROPIC_API_KEY, OPENAI_API_KEY_2); keys that fit the name pattern (AKIA…, ghp_…, npm_…,
+ * sk_live_…, AIza…) have a long random part: a segment of 16 or more characters with a digit.
+ * Pure, and local on purpose: configuration loading imports no provider code.
+ */
+export function looksLikeKey(value: string): boolean {
+  return value.split('_').some((segment) => segment.length >= 16 && /[0-9]/.test(segment) && /[A-Za-z]/.test(segment));
+}
+
+/**
+ * `api_key_env` names a variable. The schema refuses anything that is not a name without quoting
+ * it; a name-shaped value that looks like a key itself (AKIA…, a long mixed-case token) is refused
+ * here, and neither message ever echoes the value: it may be a key pasted in by mistake.
+ */
+function checkKeyVariable(out: Collector, source: SourceFile | undefined, provider: string, variable: unknown): void {
+  if (typeof variable !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(variable) || !looksLikeKey(variable)) return;
+  const message = 'api_key_env looks like a key itself, not the name of an environment variable (the value is not shown)';
+  const hint = 'put the key in an environment variable and name that variable here, e.g. api_key_env: ANTHROPIC_API_KEY';
+  out.error(source, ['providers', provider, 'api_key_env'], 'config.api_key_value', message, hint);
 }
 
 function checkPatterns(out: Collector, source: SourceFile | undefined, path: (string | number)[], patterns: unknown): void {

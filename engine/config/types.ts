@@ -95,6 +95,10 @@ export interface TransformStageDef extends StageBase {
   stitch?: Record<string, unknown>;
   declines: { ledger: string; refusals?: string[]; invalid: string; schema_invalid: string };
   max_answer_bytes?: number;
+  /** UTF-8 bytes per text field of a record or a candidate (default 64 KiB); larger is declined. */
+  max_field_bytes?: number;
+  /** Bytes per source record file (default 1 MiB); larger is reported and skipped. */
+  max_record_bytes?: number;
 }
 
 export interface ReviewStageDef extends StageBase {

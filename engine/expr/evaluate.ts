@@ -54,6 +54,9 @@ export const OPERATOR_OPTIONS: Record<Operator, readonly string[]> = {
   $first: [],
 };
 
+/** The flags the engine compiles declared patterns with: `$match` and a `$pairs` line per line, `$pairs` items all. */
+export const PATTERN_FLAGS = { match: 'm', line: 'm', item: 'g' } as const;
+
 export function operatorOf(node: unknown): Operator | undefined {
   if (!isObject(node)) return undefined;
   const keys = Object.keys(node).filter((key) => key.startsWith('$'));
@@ -124,7 +127,7 @@ function evaluateNode(node: unknown, context: ExprContext, missing: string[]): u
     case '$match': {
       const text = getPath(context.root, String(argument));
       if (typeof text !== 'string') return undefined;
-      const match = new RegExp(String(node['pattern']), 'm').exec(text);
+      const match = new RegExp(String(node['pattern']), PATTERN_FLAGS.match).exec(text);
       const group = typeof node['group'] === 'number' ? node['group'] : 1;
       const value = match?.[group]?.trim();
       return value === undefined || value === '' ? undefined : value;
@@ -132,10 +135,10 @@ function evaluateNode(node: unknown, context: ExprContext, missing: string[]): u
     case '$pairs': {
       const text = getPath(context.root, String(argument));
       if (typeof text !== 'string') return undefined;
-      const line = new RegExp(String(node['line']), 'm').exec(text)?.[1];
+      const line = new RegExp(String(node['line']), PATTERN_FLAGS.line).exec(text)?.[1];
       if (line === undefined) return undefined;
       const out: Record<string, string> = {};
-      for (const match of line.matchAll(new RegExp(String(node['item']), 'g'))) {
+      for (const match of line.matchAll(new RegExp(String(node['item']), PATTERN_FLAGS.item))) {
         if (match[1] !== undefined && match[2] !== undefined) out[match[1].trim()] = match[2].trim();
       }
       return Object.keys(out).length ? out : undefined;

@@ -37,7 +37,8 @@ function isCachedAnswer(value: unknown): value is CachedAnswer {
 
 function parse(text: string, maxBytes: number): { ok: true; value: unknown } | { ok: false; reason: string } {
   if (Buffer.byteLength(text, 'utf8') > maxBytes) return { ok: false, reason: `the answer is larger than ${maxBytes} bytes` };
-  const extracted = extractJson(text);
+  // The answer cap bounds the scan: chars never outnumber bytes, so a capped answer is scanned whole.
+  const extracted = extractJson(text, maxBytes);
   return extracted.ok ? extracted : { ok: false, reason: `the answer is not JSON (${extracted.reason})` };
 }
 

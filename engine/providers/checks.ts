@@ -25,12 +25,15 @@ export interface ChecksDef {
   criteria: Record<string, Check[]>;
 }
 
+/** `absent` patterns are case-insensitive. */
+export const ABSENT_FLAGS = 'i';
+
 const compiledPatterns = new WeakMap<string[], RegExp[]>();
 
 function compiled(patterns: string[]): RegExp[] {
   let regexes = compiledPatterns.get(patterns);
   if (!regexes) {
-    regexes = patterns.map((pattern) => new RegExp(pattern, 'i'));
+    regexes = patterns.map((pattern) => new RegExp(pattern, ABSENT_FLAGS));
     compiledPatterns.set(patterns, regexes);
   }
   return regexes;

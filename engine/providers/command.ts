@@ -4,8 +4,10 @@
  * exit, a timeout, an over-large answer — is an outage, never an answer.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { constants } from 'node:os';
 import type { ModelSettings } from './index.js';
 import { withRetries, type Attempt, type RetryPolicy } from './retry.js';
+import { maskSecrets } from './secrets.js';
 import type { Provider, ProviderRequest } from './types.js';
 import { UNKNOWN_USAGE } from './types.js';
 
@@ -52,25 +54,54 @@ export function parseCommandLine(command: string): ParsedCommand {
   return { ok: true, argv };
 }
 
-function childEnv(settings: ModelSettings, def: Record<string, unknown>, request: ProviderRequest): NodeJS.ProcessEnv {
-  const extra = def['env'] && typeof def['env'] === 'object' ? (def['env'] as Record<string, unknown>) : {};
+/** What every child gets from the pipeline's environment (SPEC §6); a provider adds names under `env:`. */
+export const BASE_CHILD_ENV = ['PATH', 'HOME', 'LANG', 'TERM', 'TMPDIR'] as const;
+/** What the engine tells the child about the call. */
+export const CALL_ENV = ['PIPELINE_STAGE', 'PIPELINE_JUDGE_TYPE', 'PIPELINE_PROPOSAL_ID'] as const;
+
+/**
+ * The child's whole environment: the base variables and the names the provider lists under `env:`,
+ * from the pipeline's environment, then the call's PIPELINE_* variables. Nothing else — a judge
+ * program gets no API key or token it was not given by name. Pure.
+ */
+export function childEnv(settings: ModelSettings, def: Record<string, unknown>, request: ProviderRequest): NodeJS.ProcessEnv {
+  const listed = Array.isArray(def['env']) ? def['env'].filter((name): name is string => typeof name === 'string') : [];
   const env: NodeJS.ProcessEnv = {};
-  // Later sources win: the machine, the pipeline's environment, the provider's env, the call's env.
-  for (const source of [process.env, settings.env, extra, request.env]) {
-    for (const [key, value] of Object.entries(source)) if (typeof value === 'string') env[key] = value;
+  for (const name of [...BASE_CHILD_ENV, ...listed]) {
+    const value = settings.env[name];
+    if (typeof value === 'string') env[name] = value;
+  }
+  for (const name of CALL_ENV) {
+    const value = request.env[name];
+    if (typeof value === 'string') env[name] = value;
   }
   return env;
 }
 
-/** Process groups still running, killed if the engine exits first (they are detached from it). */
+/**
+ * Process groups still running. They are detached from the engine (a timeout kills a whole group),
+ * so nothing kills them for us: they are killed when the engine exits, and on SIGTERM or SIGHUP —
+ * which would otherwise end the engine and leave paid programs running — before it exits with
+ * 128 + the signal's number. SIGINT is the run's own business: it aborts the calls, which kills them.
+ */
 const live = new Set<number>();
-let exitHookInstalled = false;
+let hooksInstalled = false;
+const ENDING_SIGNALS = ['SIGTERM', 'SIGHUP'] as const;
+
+function killLive(): void {
+  for (const group of live) killGroup(group);
+}
+
 function track(pid: number): void {
-  if (!exitHookInstalled) {
-    exitHookInstalled = true;
-    process.once('exit', () => {
-      for (const group of live) killGroup(group);
-    });
+  if (!hooksInstalled) {
+    hooksInstalled = true;
+    process.once('exit', killLive);
+    for (const signal of ENDING_SIGNALS) {
+      process.once(signal, () => {
+        killLive();
+        process.exit(128 + constants.signals[signal]);
+      });
+    }
   }
   live.add(pid);
 }
@@ -136,7 +167,8 @@ function runOnce(label: string, argv: string[], env: NodeJS.ProcessEnv, settings
       if (child.pid !== undefined) live.delete(child.pid);
       if (code === 0) return settle({ ok: true, value: Buffer.concat(stdout).toString('utf8') });
       const why = signal ? `killed by ${signal}` : `exit ${code}`;
-      const said = stderr.trim().split('\n').pop()?.slice(0, STDERR_TAIL);
+      // The program's own words, cut, with anything key-shaped masked: an outage line is printed.
+      const said = maskSecrets(stderr.trim().split('\n').pop() ?? '').slice(0, STDERR_TAIL);
       settle({ ok: false, transient: true, reason: `${label}: ${why}${said ? `: ${said}` : ''}` });
     });
     // A program that exits without reading its stdin is judged by its exit, not by EPIPE.

@@ -6,6 +6,7 @@
 import type { Usage } from '../jury/verdict.js';
 import type { ModelSettings } from './index.js';
 import { parseRetryAfter, withRetries, type Attempt, type RetryPolicy } from './retry.js';
+import { maskSecrets } from './secrets.js';
 import type { ProviderResult } from './types.js';
 
 export interface JsonRequest {
@@ -53,30 +54,78 @@ export function tokenCount(value: unknown): number | null {
 
 const isTransientStatus = (status: number) => status === 408 || status === 429 || status >= 500;
 
-/** The server's own error message, when the body carries one, cut short for an outage line. */
-function errorDetail(text: string): string {
+/** How much of a server's error message an outage line quotes. */
+const ERROR_DETAIL_CHARS = 160;
+
+/**
+ * The server's own error message, when the body carries one: cut short, on one line, with anything
+ * key-shaped masked (servers quote the key they refused) — an outage line is printed and logged.
+ */
+export function errorDetail(text: string): string {
   try {
     const json = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
     const message = typeof json.error === 'string' ? json.error : (json.error?.message ?? json.message);
-    if (typeof message === 'string' && message.trim()) return `: ${message.trim().slice(0, 160)}`;
+    if (typeof message === 'string' && message.trim()) {
+      const line = message.replace(/\s+/g, ' ').trim().slice(0, ERROR_DETAIL_CHARS * 4);
+      return `: ${maskSecrets(line).slice(0, ERROR_DETAIL_CHARS)}`;
+    }
   } catch {
     // Not JSON: the status alone says enough.
   }
   return '';
 }
 
+/** Where a redirect points, as an origin only (never a path, a query or user-info). */
+function redirectTarget(location: string | null, base: string): string {
+  if (!location) return 'no location';
+  try {
+    const target = new URL(location, base);
+    return target.origin !== 'null' ? target.origin : `${target.protocol}//${target.host}`;
+  } catch {
+    return 'an unreadable location';
+  }
+}
+
+/**
+ * Split user-info off a URL: fetch refuses a URL that carries it (and would quote it in the
+ * error), so it is sent as Basic authorization instead, and the URL is used without it.
+ */
+export function splitUserInfo(url: string): { url: string; basic?: string } {
+  try {
+    const parsed = new URL(url);
+    if (!parsed.username && !parsed.password) return { url };
+    const basic = Buffer.from(`${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`).toString('base64');
+    parsed.username = '';
+    parsed.password = '';
+    return { url: parsed.toString(), basic };
+  } catch {
+    return { url };
+  }
+}
+
 function connectionReason(error: unknown): string {
   const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
   if (typeof cause?.code === 'string') return cause.code;
-  return String(cause?.message ?? (error as Error).message ?? error);
+  // Library messages may quote the URL: masked like any other text that reaches an outage line.
+  return maskSecrets(String(cause?.message ?? (error as Error).message ?? error)).slice(0, ERROR_DETAIL_CHARS);
 }
+
+const hasHeader = (headers: Record<string, string>, name: string) => Object.keys(headers).some((key) => key.toLowerCase() === name);
 
 async function attemptOnce(label: string, request: JsonRequest, settings: ModelSettings, parse: ParseAnswer, signal?: AbortSignal): Promise<Attempt<{ text: string; usage: Usage }>> {
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(), settings.timeoutMs);
   const combined = signal ? AbortSignal.any([timeout.signal, signal]) : timeout.signal;
   try {
-    const response = await fetch(request.url, { method: 'POST', headers: request.headers, body: JSON.stringify(request.body), signal: combined });
+    const { url, basic } = splitUserInfo(request.url);
+    const headers = basic && !hasHeader(request.headers, 'authorization') ? { ...request.headers, authorization: `Basic ${basic}` } : request.headers;
+    // Never follow a redirect: the key and the prompt go to the configured origin or nowhere.
+    const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(request.body), signal: combined, redirect: 'manual' });
+    if (response.status >= 300 && response.status < 400) {
+      await response.body?.cancel().catch(() => undefined);
+      const reason = `${label}: HTTP ${response.status} redirect to ${redirectTarget(response.headers.get('location'), url)}, not followed`;
+      return { ok: false, transient: false, reason };
+    }
     if (!response.ok) {
       const body = await readCapped(response, ERROR_BODY_BYTES);
       const reason = `${label}: HTTP ${response.status}${body.ok ? errorDetail(body.text) : ''}`;

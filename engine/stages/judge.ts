@@ -8,7 +8,7 @@ import { formatFindings } from '../config/findings.js';
 import type { Pipeline } from '../config/load.js';
 import type { JudgeStageDef, PromoteStageDef, Rubric } from '../config/types.js';
 import type { Actor, Engine, Extend } from '../engine.js';
-import { renderTemplate } from '../expr/template.js';
+import { renderPrompt } from '../expr/template.js';
 import { decideJury, noJuryVerdict, type JuryVerdict } from '../jury/gate.js';
 import { checkVerdict, type Usage, type Verdict } from '../jury/verdict.js';
 import { refused, type Outcome } from '../outcome.js';
@@ -141,7 +141,8 @@ export async function runPanel(engine: Engine, stage: JudgeStageDef, stored: Sto
   const answers = await Promise.all(
     rubric.judge_types.map(async (seat, position) => {
       const provider = options.providers.get(stage.judges[seat]!);
-      const prompt = renderTemplate(stage.prompts?.[seat] ?? '', promptScope(engine, stage, stored, rubric, seat));
+      // Rendered with closing tags neutralised: the proposal cannot close the delimiter around it.
+      const prompt = renderPrompt(stage.prompts?.[seat] ?? '', promptScope(engine, stage, stored, rubric, seat));
       const result = await callProvider(engine.store.cache, provider, {
         purpose: 'judge',
         prompt,

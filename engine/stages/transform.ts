@@ -5,13 +5,13 @@
  * it is validated strictly. An outage leaves the record untouched, to be retried next run: there
  * is no watermark, so nothing is ever marked done that was not finished.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { formatFindings } from '../config/findings.js';
 import type { TransformStageDef } from '../config/types.js';
 import type { Actor, Engine } from '../engine.js';
 import { evaluate } from '../expr/evaluate.js';
-import { renderTemplate } from '../expr/template.js';
+import { renderPrompt } from '../expr/template.js';
 import type { Usage } from '../jury/verdict.js';
 import { callProvider, type Called } from '../providers/call.js';
 import type { ProviderSource } from '../providers/index.js';
@@ -25,8 +25,77 @@ export interface SourceRecord {
   id?: string;
 }
 
+/** Shipped caps (SPEC §6): a text field of a record or a candidate, and a whole source record file. */
+export const DEFAULT_MAX_FIELD_BYTES = 64 * 1024;
+export const DEFAULT_MAX_RECORD_BYTES = 1024 * 1024;
+
+/** What a directory entry is, in words, when it is not a regular file. */
+function kindOf(stats: Stats): string {
+  if (stats.isDirectory()) return 'a directory';
+  if (stats.isFIFO()) return 'a FIFO';
+  if (stats.isSocket()) return 'a socket';
+  if (stats.isSymbolicLink()) return 'a symbolic link';
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return 'a device';
+  return 'not a regular file';
+}
+
+type RecordText = { ok: true; text: string } | { ok: false; problem: string };
+
 /**
- * Read the source directory: records sorted by the declared fields, then key; bad files reported.
+ * Read one source record file without ever blocking or reading more than `maxBytes`: only a
+ * regular file (a symbolic link only when it resolves to a regular file inside the source
+ * directory), opened with O_NONBLOCK and O_NOFOLLOW and checked again on the open descriptor.
+ */
+function readRecordText(dir: string, name: string, maxBytes: number): RecordText {
+  const file = path.join(dir, name);
+  let target = file;
+  let stats = lstatSync(file);
+  if (stats.isSymbolicLink()) {
+    let real: string;
+    try {
+      real = realpathSync(file);
+    } catch {
+      return { ok: false, problem: 'is a symbolic link to nothing' };
+    }
+    const root = realpathSync(dir);
+    if (!real.startsWith(root + path.sep)) return { ok: false, problem: 'is a symbolic link to a file outside the source directory' };
+    target = real;
+    stats = lstatSync(real);
+  }
+  if (!stats.isFile()) return { ok: false, problem: `is ${kindOf(stats)}, not a regular file` };
+  if (stats.size > maxBytes) return { ok: false, problem: `is ${stats.size} bytes, over the ${maxBytes}-byte record cap (max_record_bytes)` };
+  const fd = openSync(target, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
+  try {
+    // Swapped for something else since the lstat: judged by what was opened.
+    const opened = fstatSync(fd);
+    if (!opened.isFile()) return { ok: false, problem: `is ${kindOf(opened)}, not a regular file` };
+    const chunks: Buffer[] = [];
+    let length = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(64 * 1024);
+      const read = readSync(fd, chunk, 0, chunk.length, null);
+      if (read === 0) break;
+      length += read;
+      if (length > maxBytes) return { ok: false, problem: `is over the ${maxBytes}-byte record cap (max_record_bytes)` };
+      chunks.push(chunk.subarray(0, read));
+    }
+    return { ok: true, text: Buffer.concat(chunks, length).toString('utf8') };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Why a text is not a JSON value, without quoting any of it (a record may be anything). */
+function jsonProblem(text: string, error: unknown): string {
+  if (text.trim() === '') return 'not valid JSON (the file is empty)';
+  const position = /position (\d+)/.exec((error as Error).message)?.[1];
+  return `not valid JSON${position !== undefined ? ` (at character ${position})` : ''}`;
+}
+
+/**
+ * Read the source directory: records sorted by the declared fields, then key; every entry that is
+ * not a record — not a regular file, over the record cap, not a JSON object, missing its key or a
+ * required field — is reported in one line naming it (never quoting its content) and skipped.
  * `unreadable` says why the directory itself cannot be read (a run then refuses: exit 1).
  */
 export function readSources(dir: string, stage: TransformStageDef): { records: SourceRecord[]; problems: string[]; unreadable?: string } {
@@ -39,14 +108,25 @@ export function readSources(dir: string, stage: TransformStageDef): { records: S
     const why = code === 'ENOENT' ? 'it does not exist' : code === 'ENOTDIR' ? 'it is not a directory' : (error as Error).message;
     return { records: [], problems: [], unreadable: `cannot read the source directory ${dir}: ${why}` };
   }
+  const maxRecordBytes = stage.max_record_bytes ?? DEFAULT_MAX_RECORD_BYTES;
   const records: SourceRecord[] = [];
   for (const name of names) {
     const file = path.join(dir, name);
+    let read: RecordText;
+    try {
+      read = readRecordText(dir, name, maxRecordBytes);
+    } catch (error) {
+      read = { ok: false, problem: `cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})` };
+    }
+    if (!read.ok) {
+      problems.push(`${name}: ${read.problem} — skipped`);
+      continue;
+    }
     let record: unknown;
     try {
-      record = JSON.parse(readFileSync(file, 'utf8'));
+      record = JSON.parse(read.text);
     } catch (error) {
-      problems.push(`${name}: not valid JSON (${(error as Error).message}) — skipped`);
+      problems.push(`${name}: ${jsonProblem(read.text, error)} — skipped`);
       continue;
     }
     if (!isObject(record)) {
@@ -75,11 +155,31 @@ export function readSources(dir: string, stage: TransformStageDef): { records: S
   return { records, problems };
 }
 
+/** The first text field (dotted path, in document order) over `maxBytes` UTF-8 bytes, with its size. */
+export function oversizeField(value: unknown, maxBytes: number, at = ''): { path: string; bytes: number } | undefined {
+  if (typeof value === 'string') {
+    // Cheap bounds first: a UTF-16 unit is 1–3 UTF-8 bytes.
+    if (value.length * 3 <= maxBytes) return undefined;
+    const bytes = Buffer.byteLength(value, 'utf8');
+    return bytes > maxBytes ? { path: at || '(the value)', bytes } : undefined;
+  }
+  const entries: [string, unknown][] = Array.isArray(value) ? value.map((item, index) => [String(index), item]) : isObject(value) ? Object.entries(value) : [];
+  for (const [key, child] of entries) {
+    const found = oversizeField(child, maxBytes, at ? `${at}.${key}` : key);
+    if (found) return found;
+  }
+  return undefined;
+}
+
 const compiledPregates = new WeakMap<TransformStageDef, RegExp[]>();
 
-/** The declarative pre-gate: a record passes when any pattern matches any of the fields. */
+/**
+ * The declarative pre-gate: a record passes when any pattern matches any of the fields. A record
+ * with a text field over the cap passes without being looked at: it goes on to be declined.
+ */
 export function pregatePasses(stage: TransformStageDef, record: Record<string, unknown>): boolean {
   if (!stage.pregate) return true;
+  if (oversizeField(record, stage.max_field_bytes ?? DEFAULT_MAX_FIELD_BYTES)) return true;
   let patterns = compiledPregates.get(stage);
   if (!patterns) {
     patterns = stage.pregate.patterns.map((pattern) => new RegExp(pattern));
@@ -109,11 +209,13 @@ export interface TransformOptions {
 export async function transformOne(engine: Engine, stage: TransformStageDef, source: SourceRecord, options: TransformOptions): Promise<TransformResult> {
   const { key, record } = source;
   if (await engine.keyHandled(key)) return { kind: 'skipped', reason: 'handled' };
+  const over = oversizeField(record, maxFieldBytes(stage));
+  if (over) return decline(engine, stage, key, stage.declines.schema_invalid, capDetail('record', over, maxFieldBytes(stage)));
   if (!pregatePasses(stage, record)) return { kind: 'skipped', reason: 'pregate' };
   const provider = options.providers.get(stage.provider);
   const called = await callProvider(engine.store.cache, provider, {
     purpose: 'transform',
-    prompt: renderTemplate(stage.prompt ?? '', { record }),
+    prompt: renderPrompt(stage.prompt ?? '', { record }),
     input: { record },
     env: { PIPELINE_STAGE: stage.name },
     ...(options.signal ? { signal: options.signal } : {}),
@@ -142,6 +244,8 @@ async function judgeAnswer(engine: Engine, stage: TransformStageDef, source: Sou
     const { value } = evaluate(expr, { root: record, now });
     if (value !== undefined) setPath(candidate, field, value);
   }
+  const over = oversizeField(candidate, maxFieldBytes(stage));
+  if (over) return decline(engine, stage, key, stage.declines.schema_invalid, capDetail('candidate', over, maxFieldBytes(stage)));
   const schema = engine.pipeline.def.proposal.schema;
   const findings = engine.pipeline.schemas.check(schema, candidate);
   if (findings.length) return decline(engine, stage, key, stage.declines.schema_invalid, formatFindings(findings).slice(0, 5).join('; '));
@@ -149,6 +253,12 @@ async function judgeAnswer(engine: Engine, stage: TransformStageDef, source: Sou
   if (created.kind !== 'committed') return { kind: 'skipped', reason: 'handled' };
   await called.keep();
   return { kind: 'proposed', id: created.id };
+}
+
+const maxFieldBytes = (stage: TransformStageDef) => stage.max_field_bytes ?? DEFAULT_MAX_FIELD_BYTES;
+
+function capDetail(what: string, over: { path: string; bytes: number }, cap: number): string {
+  return `the ${what}'s ${over.path} is ${over.bytes} bytes, over the ${cap}-byte cap per text field (max_field_bytes)`;
 }
 
 async function decline(engine: Engine, stage: TransformStageDef, key: string, reason: string, detail: string | null): Promise<TransformResult> {

@@ -78,15 +78,36 @@ describe('command provider', () => {
     expect(createCommandProvider('x', { kind: 'command', command: 'x', paid: false }, testSettings()).paid).toBe(false);
   });
 
-  it('passes the pipeline env, the provider env and the call env, later ones winning', async () => {
-    const def = { kind: 'command', command: run('env.mjs', 'two words'), env: { FIXTURE_DEF: 'def', FIXTURE_BOTH: 'def' } };
-    const settings = testSettings({ env: { FIXTURE_PIPELINE: 'pipeline', FIXTURE_BOTH: 'pipeline' } });
-    const env = { PIPELINE_STAGE: 'judge', PIPELINE_JUDGE_TYPE: 'adversarial', PIPELINE_PROPOSAL_ID: 'p-1', FIXTURE_BOTH: 'call' };
-    const result = await createCommandProvider('env', def, settings).call(promptRequest('ignored', { env }));
+  it('gives the program only PATH, HOME, LANG, TERM, TMPDIR, the PIPELINE_* variables and the names listed under env', async () => {
+    const def = { kind: 'command', command: run('env.mjs', 'two words'), env: ['FIXTURE_LISTED', 'FIXTURE_UNSET'] };
+    const pipelineEnv = {
+      PATH: '/usr/bin:/bin', HOME: '/home/someone', LANG: 'C.UTF-8', TERM: 'xterm', TMPDIR: '/tmp', LC_ALL: 'C',
+      FIXTURE_LISTED: 'listed', ANTHROPIC_API_KEY: 'sk-ant-secret', GITHUB_TOKEN: 'ghp_secret', AWS_SECRET_ACCESS_KEY: 'aws-secret', PIPELINE_STAGE: 'from-the-shell',
+    };
+    const call = { PIPELINE_STAGE: 'judge', PIPELINE_JUDGE_TYPE: 'adversarial', PIPELINE_PROPOSAL_ID: 'p-1', PIPELINE_EXTRA: 'not one of the three' };
+    const result = await createCommandProvider('env', def, testSettings({ env: pipelineEnv })).call(promptRequest('ignored', { env: call }));
     expect(result.ok).toBe(true);
     const seen = JSON.parse((result as { text: string }).text) as { env: Record<string, string>; argv: string[] };
     expect(seen.argv).toEqual(['two words']);
-    expect(seen.env).toEqual({ FIXTURE_DEF: 'def', FIXTURE_PIPELINE: 'pipeline', FIXTURE_BOTH: 'call', PIPELINE_STAGE: 'judge', PIPELINE_JUDGE_TYPE: 'adversarial', PIPELINE_PROPOSAL_ID: 'p-1' });
+    expect(seen.env).toEqual({
+      PATH: '/usr/bin:/bin', HOME: '/home/someone', LANG: 'C.UTF-8', TERM: 'xterm', TMPDIR: '/tmp',
+      FIXTURE_LISTED: 'listed', PIPELINE_STAGE: 'judge', PIPELINE_JUDGE_TYPE: 'adversarial', PIPELINE_PROPOSAL_ID: 'p-1',
+    });
+  });
+
+  it('leaks nothing of the parent process environment the pipeline does not list', async () => {
+    process.env['FIXTURE_PARENT_SECRET'] = 'sk-ant-parent-secret';
+    try {
+      const def = { kind: 'command', command: run('env.mjs'), env: ['FIXTURE_PARENT_LISTED'] };
+      const settings = testSettings({ env: { ...process.env, FIXTURE_PARENT_LISTED: 'yes' } });
+      const result = await createCommandProvider('env', def, settings).call(promptRequest('ignored'));
+      const seen = JSON.parse((result as { text: string }).text) as { env: Record<string, string> };
+      expect(seen.env['FIXTURE_PARENT_SECRET']).toBeUndefined();
+      expect(seen.env['FIXTURE_PARENT_LISTED']).toBe('yes');
+      expect(Object.keys(seen.env).every((name) => ['PATH', 'HOME', 'LANG', 'TERM', 'TMPDIR', 'FIXTURE_PARENT_LISTED'].includes(name))).toBe(true);
+    } finally {
+      delete process.env['FIXTURE_PARENT_SECRET'];
+    }
   });
 
   it('reports a missing program as an outage and does not retry it', async () => {
@@ -113,6 +134,12 @@ describe('command provider', () => {
   it('reports an exit code as an outage, never as an answer', async () => {
     const provider = createCommandProvider('exit', { kind: 'command', command: run('exit.mjs', '3') }, testSettings({ attempts: 1 }));
     expect(await provider.call(promptRequest('hi'))).toEqual({ ok: false, outage: 'command provider "exit": exit 3: fixture failed on purpose (gave up after 1 attempt)' });
+  });
+
+  it('masks a key the program prints on stderr before its outage line quotes it', async () => {
+    const script = 'process.stderr.write("401: invalid x-api-key sk-ant-api03-Zx8Qw2Lr5Ty7Ui9Op1As3Df5Gh7Jk9\\n"); process.exit(2)';
+    const provider = createCommandProvider('leaky', { kind: 'command', command: `'${process.execPath}' -e '${script}'` }, testSettings({ attempts: 1 }));
+    expect(await provider.call(promptRequest('hi'))).toEqual({ ok: false, outage: 'command provider "leaky": exit 2: 401: invalid x-api-key *** (gave up after 1 attempt)' });
   });
 
   it('treats a clean exit with nothing on stdout as no answer', async () => {
