@@ -16,6 +16,8 @@ await build({
   splitting: true,
   chunkNames: 'chunks/[name]-[hash]',
   logLevel: 'warning',
+  // pg loads its optional native binding only when asked; the store never asks.
+  external: ['pg-native'],
   // Some dependencies are CommonJS and require() node built-ins.
   banner: { js: "import { createRequire as __pipelineRequire } from 'node:module'; const require = __pipelineRequire(import.meta.url);" },
 });

@@ -7,6 +7,7 @@ import { runList, runPropose, runShow, runStatus } from './commands/queue.js';
 import { runPromote } from './commands/promote.js';
 import { runRescore } from './commands/rescore.js';
 import { runRun } from './commands/run.js';
+import { runStore } from './commands/store.js';
 import { runValidate } from './commands/validate.js';
 import { runViz } from './commands/viz.js';
 
@@ -45,6 +46,15 @@ export const BUILT_INS: CommandSpec[] = [
     options: { format: { type: 'string' }, out: { type: 'string' }, serve: { type: 'boolean' }, port: { type: 'string' } },
     positionals: [0, 0],
     run: runViz,
+  },
+  {
+    name: 'store',
+    usage: 'pipeline store copy --from STORE --to STORE',
+    summary: 'copy a whole store between backends (a directory or postgres://…); the destination must be empty',
+    options: { from: { type: 'string' }, to: { type: 'string' } },
+    positionals: [1, 1],
+    positionalNames: ['copy'],
+    run: runStore,
   },
   { name: 'init', usage: 'pipeline init [DIR]', summary: 'scaffold a working copy of the shipped pipeline', options: {}, positionals: [0, 1], run: runInit },
 ];

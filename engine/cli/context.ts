@@ -7,7 +7,9 @@ import path from 'node:path';
 import { loadPipeline, type Pipeline } from '../config/load.js';
 import { findPipelineDir } from '../config/read.js';
 import { Engine } from '../engine.js';
-import { openFileStore } from '../store/open.js';
+import { openStore } from '../store/open.js';
+import { isPostgresUrl } from '../store/postgres-store.js';
+import type { Store } from '../store/types.js';
 import type { IdGenerator } from '../util/ids.js';
 import type { Clock } from '../util/time.js';
 import type { Parsed } from './args.js';
@@ -27,6 +29,8 @@ export interface Injected {
 export class Context {
   readonly out: Output;
   private engineCache: Engine | undefined;
+  /** Stores this command opened (a database store holds connections until closed). */
+  readonly stores: Store[] = [];
 
   constructor(
     readonly io: Io,
@@ -46,9 +50,15 @@ export class Context {
   }
 
   /** --store, else PIPELINE_STORE (both relative to the working directory), else pipeline.yaml's store. */
-  storeDir(pipeline: Pipeline): string {
+  storeLocation(pipeline: Pipeline): string {
     const explicit = this.globals.store ?? this.io.env['PIPELINE_STORE'];
-    return explicit ? path.resolve(this.io.cwd, explicit) : pipeline.storeDir;
+    if (!explicit) return pipeline.storeDir;
+    return isPostgresUrl(explicit) ? explicit : path.resolve(this.io.cwd, explicit);
+  }
+
+  /** Close what the command opened (so a database connection never keeps the process alive). */
+  async close(): Promise<void> {
+    for (const store of this.stores.splice(0)) await store.close().catch(() => undefined);
   }
 
   async pipeline(): Promise<Pipeline> {
@@ -59,7 +69,8 @@ export class Context {
     if (this.engineCache) return this.engineCache;
     const pipeline = await loadPipeline(this.pipelineDir(), this.io.env);
     for (const warning of pipeline.warnings) this.out.issue(warning);
-    const store = openFileStore(pipeline, this.storeDir(pipeline));
+    const store = openStore(pipeline, this.storeLocation(pipeline));
+    this.stores.push(store);
     this.engineCache = new Engine({ pipeline, store, env: this.io.env, ...(this.injected.clock ? { clock: this.injected.clock } : {}), ...(this.injected.ids ? { ids: this.injected.ids } : {}) });
     return this.engineCache;
   }

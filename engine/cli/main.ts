@@ -67,7 +67,11 @@ async function dispatch(argv: string[], io: Io, injected: Injected): Promise<num
       parsed,
       injected,
     );
-    return await spec.run(context);
+    try {
+      return await spec.run(context);
+    } finally {
+      await context.close();
+    }
   } catch (error) {
     return report(early, error);
   }

@@ -13,7 +13,7 @@ import type { SchemaRegistry } from './schema-registry.js';
 import { issueAt, type SourceFile } from './source.js';
 import type { JudgeStageDef, MachineDef, PipelineDef, PromoteStageDef, ReviewStageDef, Rubric, StageDef, TransformStageDef } from './types.js';
 
-export const BUILT_IN_COMMANDS = ['validate', 'status', 'list', 'show', 'propose', 'run', 'judge', 'promote', 'rescore', 'viz', 'init', 'help', 'version'];
+export const BUILT_IN_COMMANDS = ['validate', 'status', 'list', 'show', 'propose', 'run', 'judge', 'promote', 'rescore', 'viz', 'init', 'help', 'version', 'store', 'pool'];
 /** Audit events the engine records itself. */
 export const ENGINE_EVENTS = ['create', 'promote'];
 

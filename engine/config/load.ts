@@ -28,7 +28,7 @@ export interface Pipeline {
   schemas: SchemaRegistry;
   ledgers: Record<string, string>;
   defaults: Defaults;
-  /** The store directory pipeline.yaml asks for (before --store / PIPELINE_STORE). */
+  /** The store pipeline.yaml asks for — a directory or a PostgreSQL URL (before --store / PIPELINE_STORE). */
   storeDir: string;
   warnings: Issue[];
   /** Every file loaded, relative to dir. */
@@ -171,7 +171,8 @@ export function assemblePipeline(dir: string, config: ValidConfig, registry?: Sc
       attempts: def.defaults?.attempts ?? 3,
       claimTtl: parseDuration(def.defaults?.claim_ttl, 300),
     },
-    storeDir: path.resolve(dir, def.store ?? '.pipeline'),
+    // A directory relative to pipeline.yaml, or a PostgreSQL URL as it is.
+    storeDir: /^postgres(ql)?:\/\//i.test(def.store ?? '') ? def.store! : path.resolve(dir, def.store ?? '.pipeline'),
     warnings: config.warnings,
     files: config.files,
   };

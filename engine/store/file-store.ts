@@ -48,6 +48,7 @@ import {
   type CommitResult,
   type Counts,
   type CreateResult,
+  type Dumped,
   type IndexEntry,
   type Lease,
   type LedgerWrite,
@@ -616,6 +617,97 @@ export class FileStore implements Store {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') return 'exists';
       throw error;
+    }
+  }
+
+  // ---------------------------------------------------------------- copying
+
+  async *dump(): AsyncIterable<Dumped> {
+    const keyField = this.key?.field;
+    for await (const entry of this.index()) {
+      let text: string | undefined;
+      try {
+        text = readRegular(this.proposalFile(entry.id));
+      } catch {
+        continue; // not a file: nothing to copy
+      }
+      if (text === undefined) continue;
+      const read = parseStored(entry.id, text);
+      const key = read.kind === 'found' && keyField !== undefined ? read.stored.proposal[keyField] : undefined;
+      yield { kind: 'proposal', id: entry.id, key: typeof key === 'string' ? key : null, text };
+    }
+    for await (const row of this.audit()) yield { kind: 'audit', row };
+    for (const ledger of Object.keys(this.ledgers)) for await (const row of this.ledger(ledger)) yield { kind: 'ledger', ledger, row };
+    const names = existsSync(this.location) ? readdirSync(this.location, { withFileTypes: true }) : [];
+    for (const dir of names.filter((entry) => entry.isDirectory() && COLLECTION.test(entry.name) && !RESERVED.has(entry.name)).map((entry) => entry.name).sort()) {
+      for (const name of readdirSync(path.join(this.location, dir)).sort()) {
+        if (name.startsWith('.')) continue;
+        let text: string | undefined;
+        try {
+          text = readRegular(path.join(this.location, dir, name));
+        } catch {
+          continue;
+        }
+        if (text === undefined) continue;
+        if (/^[0-7][0-9A-HJKMNP-TV-Z]{25}\.json$/.test(name)) yield { kind: 'entry', collection: dir, id: name.slice(0, 26), text };
+        else if (DOCUMENT_NAME.test(name)) yield { kind: 'document', collection: dir, name, text };
+      }
+    }
+  }
+
+  async load(items: AsyncIterable<Dumped>): Promise<void> {
+    if (await this.exists()) throw new Error(`${this.location} is not empty`);
+    this.dir(this.proposalsDir, true);
+    this.dir(path.join(this.location, '.index', 'keys'), true);
+    const dirs = new Set<string>([this.proposalsDir, path.join(this.location, '.index', 'keys'), this.location]);
+    const logs = new Map<string, string[]>();
+    const flush = (file: string) => {
+      const lines = logs.get(file);
+      if (lines?.length) appendText(file, lines.join(''));
+      logs.set(file, []);
+    };
+    const append = (file: string, row: object) => {
+      const lines = logs.get(file) ?? [];
+      lines.push(`${JSON.stringify(row)}\n`);
+      logs.set(file, lines);
+      if (lines.length >= 5000) flush(file);
+    };
+    for await (const item of items) {
+      switch (item.kind) {
+        case 'proposal': {
+          await writeFileAtomic(this.proposalFile(item.id), item.text, { durable: false, exclusive: true });
+          if (item.key !== null) await writeFileAtomic(this.markerFile(item.key), JSON.stringify({ id: item.id, key: item.key, ...this.owners.identity }), { durable: false, exclusive: true });
+          break;
+        }
+        case 'audit':
+          append(path.join(this.location, AUDIT_FILE), item.row);
+          break;
+        case 'ledger':
+          append(this.ledgerFile(item.ledger), item.row);
+          break;
+        case 'entry':
+        case 'document': {
+          assertCollection(item.collection);
+          const dir = path.join(this.location, item.collection);
+          this.dir(dir, true);
+          dirs.add(dir);
+          const name = item.kind === 'entry' ? `${item.id}.json` : item.name;
+          if (item.kind === 'entry') assertId(item.id);
+          else if (!DOCUMENT_NAME.test(item.name)) throw new Error(`invalid document name: ${JSON.stringify(item.name)}`);
+          await writeFileAtomic(path.join(dir, name), item.text, { durable: false, exclusive: true });
+          break;
+        }
+      }
+    }
+    for (const file of logs.keys()) flush(file);
+    // Made durable once, at the end: a copy that is cut short is started again into an empty store.
+    await Promise.all([...logs.keys()].map((file) => groupSync(file, true)));
+    for (const dir of dirs) {
+      for (const name of readdirSync(dir)) {
+        const file = path.join(dir, name);
+        if (lstatSync(file).isFile()) await groupSync(file, true);
+      }
+      await fsyncDir(dir);
     }
   }
 

@@ -16,6 +16,7 @@ import {
   type CommitResult,
   type Counts,
   type CreateResult,
+  type Dumped,
   type IndexEntry,
   type Lease,
   type Listed,
@@ -263,6 +264,32 @@ export class MemoryStore implements Store {
     if (named.has(name)) return 'exists';
     named.set(name, `${JSON.stringify(document, null, 2)}\n`);
     return 'written';
+  }
+
+  async *dump(): AsyncIterable<Dumped> {
+    const keys = new Map([...this.shared.keys].map(([key, id]) => [id, key]));
+    for (const id of [...this.shared.documents.keys()].sort()) yield { kind: 'proposal', id, key: keys.get(id) ?? null, text: this.shared.documents.get(id)! };
+    for (const row of this.shared.audit) yield { kind: 'audit', row: clone(row) };
+    for (const ledger of Object.keys(this.layout.ledgers)) for (const row of this.shared.ledgers.get(ledger) ?? []) yield { kind: 'ledger', ledger, row: clone(row) };
+    for (const [collection, entries] of [...this.shared.entries].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      for (const [id, text] of [...entries].sort(([a], [b]) => (a < b ? -1 : 1))) yield { kind: 'entry', collection, id, text };
+    }
+    for (const [collection, named] of [...this.shared.named].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      for (const [name, text] of [...named].sort(([a], [b]) => (a < b ? -1 : 1))) yield { kind: 'document', collection, name, text };
+    }
+  }
+
+  async load(items: AsyncIterable<Dumped>): Promise<void> {
+    if (await this.exists()) throw new Error('the memory store is not empty');
+    for await (const item of items) {
+      if (item.kind === 'proposal') {
+        this.shared.documents.set(item.id, item.text);
+        if (item.key !== null) this.shared.keys.set(item.key, item.id);
+      } else if (item.kind === 'audit') this.shared.audit.push(clone(item.row));
+      else if (item.kind === 'ledger') this.ledgerRows(item.ledger).push(clone(item.row));
+      else if (item.kind === 'entry') this.collection(this.shared.entries, item.collection).set(item.id, item.text);
+      else this.collection(this.shared.named, item.collection).set(item.name, item.text);
+    }
   }
 
   // Leases: a row per (stage, key) with an owner, a token and an expiry in this store's clock.

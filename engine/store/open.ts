@@ -1,6 +1,7 @@
 /** Open the store a pipeline uses: its ledgers, its key field, and the promotion stamps indexed. */
 import type { Pipeline } from '../config/load.js';
 import { FileStore } from './file-store.js';
+import { isPostgresUrl, parsePostgresUrl, PostgresStore } from './postgres-store.js';
 import type { Store, StoreLayout } from './types.js';
 
 export function storeLayout(pipeline: Pipeline): StoreLayout {
@@ -13,7 +14,8 @@ export function openFileStore(pipeline: Pipeline, dir: string): FileStore {
   return new FileStore({ dir, ...storeLayout(pipeline) });
 }
 
-/** The store at `location` (a directory). */
+/** The store at `location`: a PostgreSQL URL, or a directory. */
 export function openStore(pipeline: Pipeline, location: string): Store {
+  if (isPostgresUrl(location)) return new PostgresStore(parsePostgresUrl(location), storeLayout(pipeline));
   return openFileStore(pipeline, location);
 }

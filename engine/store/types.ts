@@ -117,6 +117,15 @@ export interface NewProposal {
 
 export type CreateResult = { ok: true; version: string } | { ok: false; reason: 'key_exists'; existing: string };
 
+/** Everything a store holds, one item at a time, for copying a whole store between backends. */
+export type Dumped =
+  /** The document's text exactly as stored (a malformed one included); `key` its source key. */
+  | { kind: 'proposal'; id: string; key: string | null; text: string }
+  | { kind: 'audit'; row: AuditRow }
+  | { kind: 'ledger'; ledger: string; row: Record<string, unknown> }
+  | { kind: 'entry'; collection: string; id: string; text: string }
+  | { kind: 'document'; collection: string; name: string; text: string };
+
 /** A work queue: proposals matching a query, or explicit keys (source records). */
 export type Queue = { query: Query } | { keys: readonly string[] };
 
@@ -179,6 +188,14 @@ export interface Store {
   release(leases: readonly Lease[]): Promise<void>;
   /** Units of the queue that someone else holds right now. */
   held(stage: string, queue: Queue): Promise<string[]>;
+
+  /**
+   * Everything the store holds but its cache — proposals in id order, then the audit log, the
+   * ledgers, pool entries and documents, each in its own order — for `store copy`.
+   */
+  dump(): AsyncIterable<Dumped>;
+  /** Fill an empty store with a dump, exactly (texts, rows and their order kept). */
+  load(items: AsyncIterable<Dumped>): Promise<void>;
 
   /** Finish whatever a crashed writer left half-done; cheap when there is nothing. Returns how many commits were finished. */
   recover(): Promise<number>;

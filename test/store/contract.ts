@@ -250,6 +250,19 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         expect((await store.read(B)).kind).toBe('malformed');
       });
 
+      it('keeps the audit log and the ledgers in the order rows were written, however many', async () => {
+        const store = await make();
+        const made: string[] = [];
+        for (let i = 0; i < 25; i++) {
+          const id = `01ARZ3NDEKTSV4RRFFQ69G${String(25 - i).padStart(4, '0')}`;
+          await created(store, id, 'pending', `k${i}`);
+          await store.appendLedger('declined', { artifact_id: `k${i}`, n: i });
+          made.push(id);
+        }
+        expect((await all(store.audit())).map((row) => row.id)).toEqual(made);
+        expect((await all(store.ledger('declined'))).map((row) => row['n'])).toEqual(made.map((_id, i) => i));
+      });
+
       it('gives each proposal its audit history in order, and its last row', async () => {
         const store = await make();
         const version = await created(store, A);

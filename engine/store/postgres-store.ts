@@ -1,0 +1,746 @@
+/**
+ * The store on PostgreSQL (SPEC §11): any number of worker processes on any number of machines
+ * share one database.
+ *
+ * - One transaction per commit: the proposal's compare-and-swap on its version, its audit rows
+ *   (unique per proposal and version), its ledger rows and its pool entries land together or not
+ *   at all — there is nothing to repair.
+ * - Claims are leases, not held transactions: a batch is claimed with `FOR UPDATE SKIP LOCKED`
+ *   in a MATERIALIZED CTE (a WITH query runs once; a sub-select may not), each lease carries a
+ *   fencing token, leases are renewed while model calls run (no transaction is open during a
+ *   call), and a commit deletes its lease by token inside its transaction — a stale token rolls
+ *   the commit back. Lease times use the database clock only.
+ * - Documents are stored as the exact text the engine wrote, so key order survives (unconfirm and
+ *   restore stay byte-identical) and a copy back to files is the same bytes.
+ * - Tables are created and migrated by the engine, under an advisory lock, with a recorded schema
+ *   version; a newer schema than this engine knows is refused. Reading a schema that does not
+ *   exist creates nothing.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Pool, PoolClient } from 'pg';
+import { PipelineError } from '../errors.js';
+import { isUlid } from '../util/ids.js';
+import { hasPath, isObject } from '../util/json-path.js';
+import {
+  serializeProposal,
+  type AnswerCache,
+  type AuditRow,
+  type Change,
+  type Claimed,
+  type CommitResult,
+  type Counts,
+  type CreateResult,
+  type Dumped,
+  type IndexEntry,
+  type Lease,
+  type Listed,
+  type NewProposal,
+  type Query,
+  type Queue,
+  type ReadResult,
+  type Store,
+  type StoreLayout,
+} from './types.js';
+
+/** The schema version this engine writes; a store with a newer one is refused. */
+export const SCHEMA_VERSION = 1;
+const PAGE = 1000;
+/** Codes worth retrying the whole transaction for (serialization, deadlock, a server starting up). */
+const RETRYABLE = new Set(['40001', '40P01', '57P03']);
+
+export interface PostgresLocation {
+  /** The connection string without the `schema` parameter. */
+  connection: string;
+  schema: string;
+  /** For messages: no user-info, no password. */
+  display: string;
+}
+
+/** Is `location` a PostgreSQL URL? */
+export function isPostgresUrl(location: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(location);
+}
+
+/** Parse `postgres://user@host:port/db?schema=NAME` (schema default `pipeline`). */
+export function parsePostgresUrl(location: string): PostgresLocation {
+  let url: URL;
+  try {
+    url = new URL(location);
+  } catch {
+    throw new PipelineError('store.url', 'the store URL is not a valid postgres:// URL', { hint: 'postgres://user@host:5432/db?schema=NAME' });
+  }
+  const schema = url.searchParams.get('schema') ?? 'pipeline';
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+    throw new PipelineError('store.url', `the schema name ${JSON.stringify(schema)} is not a plain lower-case SQL name`, { hint: 'schema=letters, digits and _ (e.g. schema=pipeline)' });
+  }
+  url.searchParams.delete('schema');
+  const display = new URL(url.toString());
+  display.username = '';
+  display.password = '';
+  display.searchParams.set('schema', schema);
+  return { connection: url.toString(), schema, display: display.toString() };
+}
+
+function pgCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Why a commit could not land, raised inside its transaction to roll it back. */
+class Refusal {
+  constructor(readonly result: Extract<CommitResult, { ok: false }>) {}
+}
+
+/** A creation whose key another proposal holds. */
+class KeyTaken {
+  constructor(readonly existing: string) {}
+}
+
+export class PostgresStore implements Store {
+  readonly location: string;
+  readonly cache: AnswerCache;
+  private readonly schema: string;
+  private readonly owner = `${process.pid}.${randomBytes(6).toString('hex')}`;
+  private pool: Pool | undefined;
+  private ready: Promise<boolean> | undefined;
+  private created = false;
+
+  constructor(
+    private readonly target: PostgresLocation,
+    private readonly layout: StoreLayout,
+  ) {
+    this.location = target.display;
+    this.schema = target.schema;
+    this.cache = {
+      get: async (key) => {
+        if (!(await this.exists())) return undefined;
+        const { rows } = await this.query<{ value: string }>(`SELECT value FROM ${this.t('cache')} WHERE key = $1`, [key]);
+        return rows[0] ? (JSON.parse(rows[0].value) as unknown) : undefined;
+      },
+      put: async (key, value) => {
+        await this.ensure();
+        await this.query(`INSERT INTO ${this.t('cache')} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [key, JSON.stringify(value)]);
+      },
+    };
+  }
+
+  /** A table of this store's schema, quoted. */
+  private t(table: string): string {
+    return `"${this.schema}"."${table}"`;
+  }
+
+  private async connect(): Promise<Pool> {
+    if (this.pool) return this.pool;
+    const { default: pg } = await import('pg');
+    // Timestamps stay text (the engine writes RFC 3339 strings; the database's clock is used in SQL only).
+    this.pool = new pg.Pool({
+      connectionString: this.target.connection,
+      max: 4,
+      idleTimeoutMillis: 10_000,
+      application_name: 'pipeline',
+      // A transaction is never held across a model call; one left open by a bug ends by itself.
+      options: '-c idle_in_transaction_session_timeout=60000',
+    });
+    this.pool.on('error', () => undefined); // an idle client's lost connection is replaced on next use
+    return this.pool;
+  }
+
+  private async query<R extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<{ rows: R[]; rowCount: number }> {
+    const pool = await this.connect();
+    const result = await pool.query(text, values);
+    return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+  }
+
+  /** Run `work` in one transaction, retried on serialization failures and deadlocks. */
+  private async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+    const pool = await this.connect();
+    for (let attempt = 1; ; attempt++) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await work(client);
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        if (error instanceof Refusal || error instanceof KeyTaken) throw error;
+        if (!RETRYABLE.has(pgCode(error) ?? '') || attempt >= 8) throw error;
+        await sleep(Math.random() * 20 * attempt);
+      } finally {
+        client.release();
+      }
+    }
+  }
+
+  /** Does the schema hold this store's tables? (Never creates them.) */
+  async exists(): Promise<boolean> {
+    if (this.created) return true;
+    this.ready ??= (async () => {
+      const { rows } = await this.query<{ table: string | null }>('SELECT to_regclass($1) AS table', [`"${this.schema}".meta`]);
+      return rows[0]?.table != null;
+    })();
+    const found = await this.ready;
+    if (!found) this.ready = undefined; // ask again next time: someone may create it meanwhile
+    else this.created = true;
+    return found;
+  }
+
+  /** Create or migrate the tables (writers only), under an advisory lock. */
+  private async ensure(): Promise<void> {
+    if (this.created) return;
+    await this.transaction(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`pipeline.migrate.${this.schema}`]);
+      await client.query(`CREATE SCHEMA IF NOT EXISTS "${this.schema}"`);
+      await client.query(`CREATE TABLE IF NOT EXISTS ${this.t('meta')} (key text PRIMARY KEY, value text NOT NULL)`);
+      const { rows } = await client.query<{ value: string }>(`SELECT value FROM ${this.t('meta')} WHERE key = 'schema_version'`);
+      const found = rows[0] ? Number(rows[0].value) : 0;
+      if (found > SCHEMA_VERSION) {
+        throw new PipelineError('store.schema', `${this.location} has schema version ${found}; this pipeline knows version ${SCHEMA_VERSION} and will not touch it`, { hint: 'upgrade pipeline' });
+      }
+      if (found < 1) await migrateToV1(client, (table) => this.t(table), this.schema);
+      await client.query(`INSERT INTO ${this.t('meta')} (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [String(SCHEMA_VERSION)]);
+    });
+    this.created = true;
+  }
+
+  async close(): Promise<void> {
+    const pool = this.pool;
+    this.pool = undefined;
+    await pool?.end();
+  }
+
+  async recover(): Promise<number> {
+    // Nothing is ever half-written here; the reaper drops leases long expired (their work is
+    // claimable as soon as they expire — this only keeps the table small).
+    if (!(await this.exists())) return 0;
+    await this.query(`DELETE FROM ${this.t('leases')} WHERE expires_at < now() - interval '1 hour'`);
+    return 0;
+  }
+
+  // ---------------------------------------------------------------- reading
+
+  private marksOf(proposal: Record<string, unknown>): string[] {
+    return this.layout.marks.filter((field) => hasPath(proposal, field));
+  }
+
+  async read(id: string): Promise<ReadResult> {
+    if (!isUlid(id)) throw new Error(`invalid id: ${JSON.stringify(id)}`);
+    if (!(await this.exists())) return { kind: 'missing' };
+    const { rows } = await this.query<{ doc: string; version: string }>(`SELECT doc, version::text AS version FROM ${this.t('proposals')} WHERE id = $1`, [id]);
+    const row = rows[0];
+    if (!row) return { kind: 'missing' };
+    return parseDocument(id, row.doc, row.version);
+  }
+
+  /**
+   * The conditions of a query on the proposals table (aliased `alias`), appending their values.
+   * Listings report malformed documents (no status) whatever the status asked for, as the file
+   * store does; work queues never take them.
+   */
+  private conditions(query: Query, values: unknown[], alias = '', malformed = false): string[] {
+    const column = (name: string) => (alias ? `${alias}.${name}` : name);
+    const clauses: string[] = [];
+    if (query.status !== undefined) {
+      values.push(([] as string[]).concat(query.status));
+      clauses.push(malformed ? `(${column('status')} = ANY($${values.length}) OR ${column('status')} IS NULL)` : `${column('status')} = ANY($${values.length})`);
+    } else if (!malformed) {
+      clauses.push(`${column('status')} IS NOT NULL`);
+    }
+    if (query.without !== undefined) {
+      values.push(query.without);
+      clauses.push(`NOT ($${values.length} = ANY(${column('marks')}))`);
+    }
+    if (query.after !== undefined) {
+      values.push(query.after);
+      clauses.push(`${column('id')} > $${values.length}`);
+    }
+    return clauses;
+  }
+
+  private where(query: Query, values: unknown[]): string {
+    const clauses = this.conditions(query, values, '', true);
+    return clauses.length ? `WHERE ${clauses.join(' AND ')}` : '';
+  }
+
+  async *index(query: Query = {}): AsyncIterable<IndexEntry> {
+    if (!(await this.exists())) return;
+    let after = query.after;
+    for (;;) {
+      const values: unknown[] = [];
+      const sql = `SELECT id, status, marks FROM ${this.t('proposals')} ${this.where({ ...query, ...(after !== undefined ? { after } : {}) }, values)} ORDER BY id LIMIT ${PAGE}`;
+      const { rows } = await this.query<{ id: string; status: string | null; marks: string[] }>(sql, values);
+      for (const row of rows) yield { id: row.id, status: row.status, marks: row.marks };
+      if (rows.length < PAGE) return;
+      after = rows[rows.length - 1]!.id;
+    }
+  }
+
+  async *list(query: Query = {}): AsyncIterable<Listed> {
+    if (!(await this.exists())) return;
+    let after = query.after;
+    for (;;) {
+      const values: unknown[] = [];
+      const sql = `SELECT id, doc, version::text AS version FROM ${this.t('proposals')} ${this.where({ ...query, ...(after !== undefined ? { after } : {}) }, values)} ORDER BY id LIMIT ${PAGE}`;
+      const { rows } = await this.query<{ id: string; doc: string; version: string }>(sql, values);
+      for (const row of rows) {
+        const read = parseDocument(row.id, row.doc, row.version);
+        yield read.kind === 'found' ? read : { kind: 'malformed', id: row.id, reason: read.kind === 'malformed' ? read.reason : 'missing' };
+      }
+      if (rows.length < PAGE) return;
+      after = rows[rows.length - 1]!.id;
+    }
+  }
+
+  async counts(states: readonly string[]): Promise<Counts> {
+    const counts = new Map(states.map((state) => [state, 0]));
+    const unknown = new Map<string, number>();
+    const malformed: string[] = [];
+    if (await this.exists()) {
+      // One pass over the (status, id) index: an index-only scan once the table is vacuumed.
+      const { rows } = await this.query<{ status: string | null; n: string }>(`SELECT status, count(*) AS n FROM ${this.t('proposals')} GROUP BY status`);
+      for (const row of rows) {
+        if (row.status === null) continue;
+        if (counts.has(row.status)) counts.set(row.status, Number(row.n));
+        else unknown.set(row.status, Number(row.n));
+      }
+      if (rows.some((row) => row.status === null)) {
+        const bad = await this.query<{ id: string }>(`SELECT id FROM ${this.t('proposals')} WHERE status IS NULL ORDER BY id`);
+        malformed.push(...bad.rows.map((row) => row.id));
+      }
+    }
+    return { counts: Object.fromEntries(counts), malformed, unknown: Object.fromEntries(unknown) };
+  }
+
+  async keyHandled(key: string): Promise<{ by: 'proposal'; id: string } | { by: 'ledger' } | undefined> {
+    if (!(await this.exists())) return undefined;
+    const { rows } = await this.query<{ id: string }>(`SELECT id FROM ${this.t('proposals')} WHERE key = $1`, [key]);
+    if (rows[0]) return { by: 'proposal', id: rows[0].id };
+    const ledgers = this.layout.key.ledgers;
+    if (ledgers.length === 0) return undefined;
+    const found = await this.query(`SELECT 1 FROM ${this.t('ledger_rows')} WHERE ledger = ANY($1) AND key = $2 LIMIT 1`, [ledgers, key]);
+    return found.rowCount ? { by: 'ledger' } : undefined;
+  }
+
+  async *ledger(ledger: string): AsyncIterable<Record<string, unknown>> {
+    this.assertLedger(ledger);
+    if (!(await this.exists())) return;
+    let after = 0;
+    for (;;) {
+      // (The cursor is text so a bigint survives; ORDER BY names the column, not the text alias.)
+      const { rows } = await this.query<{ cursor: string; row: string }>(`SELECT seq::text AS cursor, row FROM ${this.t('ledger_rows')} WHERE ledger = $1 AND seq > $2 ORDER BY seq LIMIT ${PAGE}`, [ledger, after]);
+      for (const row of rows) yield JSON.parse(row.row) as Record<string, unknown>;
+      if (rows.length < PAGE) return;
+      after = Number(rows[rows.length - 1]!.cursor);
+    }
+  }
+
+  async *audit(options: { id?: string } = {}): AsyncIterable<AuditRow> {
+    if (!(await this.exists())) return;
+    let after = 0;
+    for (;;) {
+      const values: unknown[] = [after];
+      let sql = `SELECT seq::text AS cursor, row FROM ${this.t('audit')} WHERE seq > $1`;
+      if (options.id !== undefined) {
+        values.push(options.id);
+        sql += ' AND id = $2';
+      }
+      const { rows } = await this.query<{ cursor: string; row: string }>(`${sql} ORDER BY seq LIMIT ${PAGE}`, values);
+      for (const row of rows) yield JSON.parse(row.row) as AuditRow;
+      if (rows.length < PAGE) return;
+      after = Number(rows[rows.length - 1]!.cursor);
+    }
+  }
+
+  async lastAudit(id: string): Promise<AuditRow | undefined> {
+    if (!(await this.exists())) return undefined;
+    const { rows } = await this.query<{ row: string }>(`SELECT row FROM ${this.t('audit')} WHERE id = $1 ORDER BY seq DESC LIMIT 1`, [id]);
+    return rows[0] ? (JSON.parse(rows[0].row) as AuditRow) : undefined;
+  }
+
+  async changes(cursor?: string): Promise<{ all: boolean; ids: string[]; cursor: string }> {
+    const match = /^p1:(\d+)$/.exec(cursor ?? '');
+    if (!(await this.exists())) return { all: !match, ids: [], cursor: 'p1:0' };
+    const { rows: top } = await this.query<{ seq: string | null }>(`SELECT max(seq)::text AS seq FROM ${this.t('audit')}`);
+    const last = Number(top[0]?.seq ?? 0);
+    if (!match || Number(match[1]) > last) return { all: true, ids: [], cursor: `p1:${last}` };
+    const { rows } = await this.query<{ id: string }>(`SELECT DISTINCT id FROM ${this.t('audit')} WHERE seq > $1 AND seq <= $2 ORDER BY id`, [Number(match[1]), last]);
+    return { all: false, ids: rows.map((row) => row.id), cursor: `p1:${last}` };
+  }
+
+  async readEntry(collection: string, id: string): Promise<unknown | undefined> {
+    if (!(await this.exists())) return undefined;
+    const { rows } = await this.query<{ body: string }>(`SELECT body FROM ${this.t('entries')} WHERE collection = $1 AND id = $2`, [collection, id]);
+    if (!rows[0]) return undefined;
+    try {
+      return JSON.parse(rows[0].body) as unknown;
+    } catch {
+      return null;
+    }
+  }
+
+  async *entries(collection: string): AsyncIterable<string> {
+    if (!(await this.exists())) return;
+    let after = '';
+    for (;;) {
+      const { rows } = await this.query<{ id: string }>(`SELECT id FROM ${this.t('entries')} WHERE collection = $1 AND id > $2 ORDER BY id LIMIT ${PAGE}`, [collection, after]);
+      for (const row of rows) yield row.id;
+      if (rows.length < PAGE) return;
+      after = rows[rows.length - 1]!.id;
+    }
+  }
+
+  // ---------------------------------------------------------------- writing
+
+  private assertLedger(ledger: string): void {
+    if (ledger !== 'events' && this.layout.ledgers[ledger] === undefined) throw new Error(`unknown ledger "${ledger}"`);
+  }
+
+  /** The source key a ledger row records (so declined keys are found by index). */
+  private rowKey(row: Record<string, unknown>): string | null {
+    const key = row[this.layout.key.field];
+    return typeof key === 'string' ? key : null;
+  }
+
+  async create(input: NewProposal): Promise<CreateResult> {
+    const { proposal, key, audit } = input;
+    if (!isUlid(proposal.id)) throw new Error(`invalid id: ${JSON.stringify(proposal.id)}`);
+    await this.ensure();
+    const text = serializeProposal(proposal);
+    try {
+      return await this.transaction(async (client) => {
+        const inserted = await client.query(
+          `INSERT INTO ${this.t('proposals')} (id, key, status, marks, doc, version) VALUES ($1, $2, $3, $4, $5, 1) ON CONFLICT (key) DO NOTHING`,
+          [proposal.id, key, typeof proposal['status'] === 'string' ? proposal['status'] : null, this.marksOf(proposal), text],
+        );
+        if (!inserted.rowCount) {
+          const { rows } = await client.query<{ id: string }>(`SELECT id FROM ${this.t('proposals')} WHERE key = $1`, [key]);
+          throw new KeyTaken(rows[0]?.id ?? '');
+        }
+        await client.query(`INSERT INTO ${this.t('audit')} (id, version, ordinal, row) VALUES ($1, 1, 0, $2)`, [proposal.id, JSON.stringify(audit)]);
+        return { ok: true as const, version: '1' };
+      });
+    } catch (error) {
+      if (error instanceof KeyTaken) return { ok: false, reason: 'key_exists', existing: error.existing };
+      throw error;
+    }
+  }
+
+  async commit(change: Change): Promise<CommitResult> {
+    if (change.audit.length === 0) throw new Error('a commit records at least one audit row');
+    if (!isUlid(change.id)) throw new Error(`invalid id: ${JSON.stringify(change.id)}`);
+    for (const write of change.ledger ?? []) this.assertLedger(write.ledger);
+    if (!(await this.exists())) return { ok: false, reason: 'missing' };
+    const text = serializeProposal(change.next);
+    const status = typeof change.next['status'] === 'string' ? change.next['status'] : null;
+    try {
+      return await this.transaction(async (client) => {
+        if (change.lease) {
+          // Fencing: the lease must still be ours and current; the commit ends it.
+          const ended = await client.query(`DELETE FROM ${this.t('leases')} WHERE stage = $1 AND key = $2 AND token = $3 AND owner = $4 AND expires_at > now()`, [
+            change.lease.stage,
+            change.lease.key,
+            change.lease.token,
+            this.owner,
+          ]);
+          if (!ended.rowCount) throw new Refusal({ ok: false, reason: 'lease' });
+        }
+        const updated = await client.query<{ version: string }>(
+          `UPDATE ${this.t('proposals')} SET doc = $1, status = $2, marks = $3, version = version + 1 WHERE id = $4 AND version::text = $5 RETURNING version::text AS version`,
+          [text, status, this.marksOf(change.next), change.id, change.version],
+        );
+        if (!updated.rowCount) {
+          const exists = await client.query(`SELECT 1 FROM ${this.t('proposals')} WHERE id = $1`, [change.id]);
+          throw new Refusal({ ok: false, reason: exists.rowCount ? 'changed' : 'missing' });
+        }
+        const version = Number(updated.rows[0]!.version);
+        for (const write of change.entries ?? []) {
+          if (write.op === 'put') {
+            await client.query(`INSERT INTO ${this.t('entries')} (collection, id, body) VALUES ($1, $2, $3) ON CONFLICT (collection, id) DO NOTHING`, [
+              write.collection,
+              write.id,
+              `${JSON.stringify(write.entry, null, 2)}\n`,
+            ]);
+          } else {
+            const there = await client.query(`SELECT 1 FROM ${this.t('entries')} WHERE collection = $1 AND id = $2`, [write.to, write.id]);
+            if (there.rowCount) throw new Refusal({ ok: false, reason: 'entry', detail: `${write.to}/${write.id}.json exists already` });
+            const moved = await client.query(`UPDATE ${this.t('entries')} SET collection = $1 WHERE collection = $2 AND id = $3`, [write.to, write.from, write.id]);
+            if (!moved.rowCount) throw new Refusal({ ok: false, reason: 'entry', detail: `${write.from}/${write.id}.json is missing` });
+          }
+        }
+        for (const write of change.ledger ?? []) {
+          if (write.once !== undefined) {
+            const value = write.row[write.once];
+            const seen = await client.query(`SELECT 1 FROM ${this.t('ledger_rows')} WHERE ledger = $1 AND proposal_id = $2 AND (row::jsonb -> $3) = $4::jsonb LIMIT 1`, [
+              write.ledger,
+              change.id,
+              write.once,
+              JSON.stringify(value ?? null),
+            ]);
+            if (seen.rowCount) continue;
+          }
+          await client.query(`INSERT INTO ${this.t('ledger_rows')} (ledger, key, proposal_id, row) VALUES ($1, $2, $3, $4)`, [write.ledger, this.rowKey(write.row), change.id, JSON.stringify(write.row)]);
+        }
+        // Unique per proposal, version and position: a transition can never be recorded twice.
+        for (const [ordinal, row] of change.audit.entries()) {
+          await client.query(`INSERT INTO ${this.t('audit')} (id, version, ordinal, row) VALUES ($1, $2, $3, $4)`, [change.id, version, ordinal, JSON.stringify(row)]);
+        }
+        return { ok: true as const, version: String(version) };
+      });
+    } catch (error) {
+      if (error instanceof Refusal) return error.result;
+      // The connection was lost around COMMIT: whether it landed is read back, never guessed.
+      if (!pgCode(error) || pgCode(error)!.startsWith('08')) {
+        const read = await this.read(change.id).catch(() => undefined);
+        if (read?.kind === 'found' && serializeProposal(read.stored.proposal) === text) return { ok: true, version: read.stored.version };
+      }
+      throw error;
+    }
+  }
+
+  async appendLedger(ledger: string, row: Record<string, unknown>): Promise<void> {
+    this.assertLedger(ledger);
+    await this.ensure();
+    await this.query(`INSERT INTO ${this.t('ledger_rows')} (ledger, key, proposal_id, row) VALUES ($1, $2, NULL, $3)`, [ledger, this.rowKey(row), JSON.stringify(row)]);
+  }
+
+  async writeDocument(collection: string, name: string, document: unknown): Promise<'written' | 'exists'> {
+    await this.ensure();
+    const { rowCount } = await this.query(`INSERT INTO ${this.t('documents')} (collection, name, body) VALUES ($1, $2, $3) ON CONFLICT (collection, name) DO NOTHING`, [
+      collection,
+      name,
+      `${JSON.stringify(document, null, 2)}\n`,
+    ]);
+    return rowCount ? 'written' : 'exists';
+  }
+
+  // ---------------------------------------------------------------- copying
+
+  async *dump(): AsyncIterable<Dumped> {
+    if (!(await this.exists())) return;
+    const pages = async function* (store: PostgresStore, sql: (after: string) => [string, unknown[]], cursorOf: (row: Record<string, string>) => string) {
+      let after = '';
+      for (;;) {
+        const [text, values] = sql(after);
+        const { rows } = await store.query<Record<string, string>>(text, values);
+        yield* rows;
+        if (rows.length < PAGE) return;
+        after = cursorOf(rows[rows.length - 1]!);
+      }
+    };
+    for await (const row of pages(this, (after) => [`SELECT id, key, doc FROM ${this.t('proposals')} WHERE id > $1 ORDER BY id LIMIT ${PAGE}`, [after]], (row) => row['id']!)) {
+      yield { kind: 'proposal', id: row['id']!, key: row['key'] ?? null, text: row['doc']! };
+    }
+    for await (const row of this.audit()) yield { kind: 'audit', row };
+    for (const ledger of Object.keys(this.layout.ledgers)) for await (const row of this.ledger(ledger)) yield { kind: 'ledger', ledger, row };
+    const byName = (after: string): [string, unknown[]] => {
+      const [collection, id] = after === '' ? ['', ''] : after.split('\u0000');
+      return [`SELECT collection, id, body FROM ${this.t('entries')} WHERE (collection, id) > ($1, $2) ORDER BY collection, id LIMIT ${PAGE}`, [collection, id]];
+    };
+    for await (const row of pages(this, byName, (row) => `${row['collection']}\u0000${row['id']}`)) {
+      yield { kind: 'entry', collection: row['collection']!, id: row['id']!, text: row['body']! };
+    }
+    const documents = (after: string): [string, unknown[]] => {
+      const [collection, name] = after === '' ? ['', ''] : after.split('\u0000');
+      return [`SELECT collection, name, body FROM ${this.t('documents')} WHERE (collection, name) > ($1, $2) ORDER BY collection, name LIMIT ${PAGE}`, [collection, name]];
+    };
+    for await (const row of pages(this, documents, (row) => `${row['collection']}\u0000${row['name']}`)) {
+      yield { kind: 'document', collection: row['collection']!, name: row['name']!, text: row['body']! };
+    }
+  }
+
+  async load(items: AsyncIterable<Dumped>): Promise<void> {
+    if (await this.exists()) {
+      const { rows } = await this.query<{ n: string }>(
+        `SELECT (SELECT count(*) FROM ${this.t('proposals')}) + (SELECT count(*) FROM ${this.t('audit')}) + (SELECT count(*) FROM ${this.t('ledger_rows')}) + (SELECT count(*) FROM ${this.t('entries')}) + (SELECT count(*) FROM ${this.t('documents')}) AS n`,
+      );
+      if (Number(rows[0]?.n ?? 0) > 0) throw new Error(`${this.location} is not empty`);
+    }
+    await this.ensure();
+    // One transaction: a copy lands whole, or the destination stays empty.
+    await this.transaction(async (client) => {
+      const versions = new Map<string, number>();
+      const proposals = new Set<string>();
+      let batch: { sql: string; values: unknown[][] } | undefined;
+      const flush = async () => {
+        if (!batch || batch.values.length === 0) return;
+        const width = batch.values[0]!.length;
+        const placeholders = batch.values.map((_row, r) => `(${Array.from({ length: width }, (_v, c) => `$${r * width + c + 1}`).join(', ')})`).join(', ');
+        await client.query(`${batch.sql} VALUES ${placeholders}`, batch.values.flat());
+        batch = undefined;
+      };
+      const add = async (sql: string, row: unknown[]) => {
+        if (batch && batch.sql !== sql) await flush();
+        batch ??= { sql, values: [] };
+        batch.values.push(row);
+        if (batch.values.length >= 500) await flush();
+      };
+      for await (const item of items) {
+        switch (item.kind) {
+          case 'proposal': {
+            const read = parseDocument(item.id, item.text, '1');
+            const status = read.kind === 'found' && typeof read.stored.proposal['status'] === 'string' ? read.stored.proposal['status'] : null;
+            const marks = read.kind === 'found' ? this.marksOf(read.stored.proposal) : [];
+            proposals.add(item.id);
+            await add(`INSERT INTO ${this.t('proposals')} (id, key, status, marks, doc, version)`, [item.id, item.key, status, marks, item.text, 1]);
+            break;
+          }
+          case 'audit': {
+            // Each row gets the next version of its proposal, so later commits never collide with it.
+            const version = (versions.get(item.row.id) ?? 0) + 1;
+            versions.set(item.row.id, version);
+            await add(`INSERT INTO ${this.t('audit')} (id, version, ordinal, row)`, [item.row.id, version, 0, JSON.stringify(item.row)]);
+            break;
+          }
+          case 'ledger': {
+            // The proposal a row is about: the first field naming one (so `once` rows are found).
+            const about = Object.values(item.row).find((value) => typeof value === 'string' && proposals.has(value)) ?? null;
+            await add(`INSERT INTO ${this.t('ledger_rows')} (ledger, key, proposal_id, row)`, [item.ledger, this.rowKey(item.row), about, JSON.stringify(item.row)]);
+            break;
+          }
+          case 'entry':
+            await add(`INSERT INTO ${this.t('entries')} (collection, id, body)`, [item.collection, item.id, item.text]);
+            break;
+          case 'document':
+            await add(`INSERT INTO ${this.t('documents')} (collection, name, body)`, [item.collection, item.name, item.text]);
+            break;
+        }
+      }
+      await flush();
+      const pending = [...versions];
+      for (let i = 0; i < pending.length; i += 5000) {
+        const slice = pending.slice(i, i + 5000);
+        await client.query(
+          `UPDATE ${this.t('proposals')} AS p SET version = u.version FROM unnest($1::text[], $2::bigint[]) AS u(id, version) WHERE p.id = u.id AND p.version < u.version`,
+          [slice.map(([id]) => id), slice.map(([, version]) => version)],
+        );
+      }
+    });
+  }
+
+  // ---------------------------------------------------------------- leases
+
+  async claim(stage: string, queue: Queue, max: number, ttlMs: number): Promise<Claimed> {
+    await this.ensure();
+    const ttl = Math.max(1, ttlMs) / 1000;
+    if ('keys' in queue) {
+      if (queue.keys.length === 0 || max <= 0) return { leases: [] };
+      // A key already leased by someone whose lease has not expired stays theirs.
+      const { rows } = await this.query<{ key: string; token: string }>(
+        `INSERT INTO ${this.t('leases')} AS l (stage, key, token, owner, expires_at)
+           SELECT $1, k, nextval('${this.schema}.lease_tokens'), $2, now() + make_interval(secs => $3)
+             FROM unnest($4::text[]) WITH ORDINALITY AS u(k, n) ORDER BY n LIMIT $5
+         ON CONFLICT (stage, key) DO UPDATE SET token = EXCLUDED.token, owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+           WHERE l.expires_at <= now()
+         RETURNING key, token::text AS token`,
+        [stage, this.owner, ttl, queue.keys, max],
+      );
+      const order = new Map(queue.keys.map((key, index) => [key, index]));
+      return { leases: rows.sort((a, b) => order.get(a.key)! - order.get(b.key)!).map((row) => ({ stage, key: row.key, token: row.token })) };
+    }
+    const values: unknown[] = [stage, this.owner, ttl, max];
+    const where = this.conditions(queue.query, values, 'p').map((clause) => `AND ${clause}`).join(' ');
+    // The candidates are picked once (a MATERIALIZED CTE), skipping rows other claims are taking
+    // right now, then leased in the same statement.
+    const { rows } = await this.query<{ key: string; token: string }>(
+      `WITH picked AS MATERIALIZED (
+         SELECT p.id FROM ${this.t('proposals')} p
+          WHERE NOT EXISTS (SELECT 1 FROM ${this.t('leases')} l WHERE l.stage = $1 AND l.key = p.id AND l.expires_at > now()) ${where}
+          ORDER BY p.id LIMIT $4
+          FOR UPDATE OF p SKIP LOCKED)
+       INSERT INTO ${this.t('leases')} AS l (stage, key, token, owner, expires_at)
+         SELECT $1, picked.id, nextval('${this.schema}.lease_tokens'), $2, now() + make_interval(secs => $3) FROM picked
+       ON CONFLICT (stage, key) DO UPDATE SET token = EXCLUDED.token, owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+         WHERE l.expires_at <= now()
+       RETURNING key, token::text AS token`,
+      values,
+    );
+    const leases = rows.map((row) => ({ stage, key: row.key, token: row.token })).sort((a, b) => (a.key < b.key ? -1 : 1));
+    // Fewer than asked: the query is exhausted (what others hold is reported by `held`).
+    return leases.length < max ? { leases } : { leases, next: leases[leases.length - 1]!.key };
+  }
+
+  async renew(leases: readonly Lease[], ttlMs: number): Promise<Lease[]> {
+    if (leases.length === 0) return [];
+    const { rows } = await this.query<{ stage: string; key: string }>(
+      `UPDATE ${this.t('leases')} AS l SET expires_at = now() + make_interval(secs => $1)
+         FROM unnest($2::text[], $3::text[], $4::bigint[]) AS u(stage, key, token)
+        WHERE l.stage = u.stage AND l.key = u.key AND l.token = u.token AND l.owner = $5 AND l.expires_at > now()
+        RETURNING l.stage, l.key`,
+      [Math.max(1, ttlMs) / 1000, leases.map((lease) => lease.stage), leases.map((lease) => lease.key), leases.map((lease) => lease.token), this.owner],
+    );
+    const kept = new Set(rows.map((row) => `${row.stage}\u0000${row.key}`));
+    return leases.filter((lease) => kept.has(`${lease.stage}\u0000${lease.key}`));
+  }
+
+  async release(leases: readonly Lease[]): Promise<void> {
+    if (leases.length === 0 || !(await this.exists())) return;
+    await this.query(
+      `DELETE FROM ${this.t('leases')} AS l USING unnest($1::text[], $2::text[], $3::bigint[]) AS u(stage, key, token)
+        WHERE l.stage = u.stage AND l.key = u.key AND l.token = u.token AND l.owner = $4`,
+      [leases.map((lease) => lease.stage), leases.map((lease) => lease.key), leases.map((lease) => lease.token), this.owner],
+    );
+  }
+
+  async held(stage: string, queue: Queue): Promise<string[]> {
+    if (!(await this.exists())) return [];
+    if ('keys' in queue) {
+      const { rows } = await this.query<{ key: string }>(
+        `SELECT key FROM ${this.t('leases')} WHERE stage = $1 AND key = ANY($2) AND owner <> $3 AND expires_at > now() ORDER BY key`,
+        [stage, queue.keys, this.owner],
+      );
+      return rows.map((row) => row.key);
+    }
+    const values: unknown[] = [stage, this.owner];
+    const where = this.conditions(queue.query, values, 'p').map((clause) => `AND ${clause}`).join(' ');
+    const { rows } = await this.query<{ key: string }>(
+      `SELECT l.key FROM ${this.t('leases')} l JOIN ${this.t('proposals')} p ON p.id = l.key
+        WHERE l.stage = $1 AND l.owner <> $2 AND l.expires_at > now() ${where} ORDER BY l.key`,
+      values,
+    );
+    return rows.map((row) => row.key);
+  }
+
+  /** Make a lease look expired (tests of a dead worker), by the database's clock. */
+  async expireLease(lease: Lease): Promise<void> {
+    await this.query(`UPDATE ${this.t('leases')} SET expires_at = now() - interval '1 second' WHERE stage = $1 AND key = $2`, [lease.stage, lease.key]);
+  }
+
+  /** Put raw text where a proposal is (tests of malformed documents: only a hand-edited database has them). */
+  async putRaw(id: string, text: string): Promise<void> {
+    await this.ensure();
+    await this.query(`INSERT INTO ${this.t('proposals')} (id, key, status, marks, doc, version) VALUES ($1, NULL, NULL, '{}', $2, 1)`, [id, text]);
+  }
+}
+
+/** Parse a stored document: anything but a JSON object is malformed. */
+function parseDocument(id: string, text: string, version: string): ReadResult {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { kind: 'malformed', reason: text.trim() === '' ? 'empty document' : 'not valid JSON' };
+  }
+  if (!isObject(value)) return { kind: 'malformed', reason: 'not a JSON object' };
+  return { kind: 'found', stored: { id, proposal: value, version } };
+}
+
+async function migrateToV1(client: PoolClient, t: (table: string) => string, schema: string): Promise<void> {
+  const statements = [
+    // The document text as written (key order kept); status, marks and key beside it for indexes.
+    `CREATE TABLE ${t('proposals')} (id text PRIMARY KEY, key text UNIQUE, status text, marks text[] NOT NULL DEFAULT '{}', doc text NOT NULL, version bigint NOT NULL)`,
+    // status counts and keyset listings by status: an index-only scan on (status, id).
+    `CREATE INDEX proposals_status_id ON ${t('proposals')} (status, id)`,
+    `CREATE TABLE ${t('audit')} (seq bigserial PRIMARY KEY, id text NOT NULL, version bigint NOT NULL, ordinal int NOT NULL, row text NOT NULL, UNIQUE (id, version, ordinal))`,
+    `CREATE TABLE ${t('ledger_rows')} (seq bigserial PRIMARY KEY, ledger text NOT NULL, key text, proposal_id text, row text NOT NULL)`,
+    `CREATE INDEX ledger_rows_key ON ${t('ledger_rows')} (ledger, key)`,
+    `CREATE INDEX ledger_rows_proposal ON ${t('ledger_rows')} (ledger, proposal_id)`,
+    `CREATE TABLE ${t('entries')} (collection text NOT NULL, id text NOT NULL, body text NOT NULL, PRIMARY KEY (collection, id))`,
+    `CREATE TABLE ${t('documents')} (collection text NOT NULL, name text NOT NULL, body text NOT NULL, PRIMARY KEY (collection, name))`,
+    `CREATE TABLE ${t('leases')} (stage text NOT NULL, key text NOT NULL, token bigint NOT NULL, owner text NOT NULL, expires_at timestamptz NOT NULL, PRIMARY KEY (stage, key))`,
+    `CREATE SEQUENCE "${schema}".lease_tokens`,
+    `CREATE TABLE ${t('cache')} (key text PRIMARY KEY, value text NOT NULL)`,
+  ];
+  for (const statement of statements) await client.query(statement);
+}

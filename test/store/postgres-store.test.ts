@@ -1,0 +1,74 @@
+/** The PostgreSQL store: the shared contract, plus what only a shared database can get wrong. */
+import { describe, expect, it } from 'vitest';
+import { parsePostgresUrl, PostgresStore, SCHEMA_VERSION } from '../../engine/store/postgres-store.js';
+import type { Store } from '../../engine/store/types.js';
+import { freshSchemaUrl, PG_URL } from '../pg/database.js';
+import { LAYOUT, storeContract } from './contract.js';
+
+const open = (url = freshSchemaUrl()) => new PostgresStore(parsePostgresUrl(url), LAYOUT);
+const opened: Store[] = [];
+const track = <T extends Store>(store: T): T => (opened.push(store), store);
+
+describe.skipIf(!PG_URL)('PostgreSQL', () => {
+  storeContract('postgres store', {
+    make: async (layout) => track(new PostgresStore(parsePostgresUrl(freshSchemaUrl()), layout)),
+    reopen: async (store) => track(new PostgresStore(parsePostgresUrl(`${PG_URL}?schema=${(store as PostgresStore).location.split('schema=')[1]}`), LAYOUT)),
+    corrupt: async (store, id, text) => (store as PostgresStore).putRaw(id, text),
+    expire: async (store, lease) => (store as PostgresStore).expireLease(lease),
+  });
+
+  describe('postgres store', () => {
+    it('names itself without user-info, and refuses a schema name that is not a plain SQL name', () => {
+      expect(parsePostgresUrl('postgres://alice:secret@db.example:5432/app?schema=team_a').display).toBe('postgres://db.example:5432/app?schema=team_a');
+      expect(parsePostgresUrl('postgresql://db/app').schema).toBe('pipeline');
+      expect(() => parsePostgresUrl('postgres://db/app?schema=Robert%27)%3B%20DROP')).toThrow(/not a plain lower-case SQL name/);
+    });
+
+    it('creates nothing when only read, and says it does not exist', async () => {
+      const store = track(open());
+      expect(await store.exists()).toBe(false);
+      expect(await store.read('01ARZ3NDEKTSV4RRFFQ69G5FA1')).toEqual({ kind: 'missing' });
+      expect((await store.counts(['pending'])).counts).toEqual({ pending: 0 });
+      for await (const _ of store.list()) throw new Error('listed something in an empty store');
+      expect(await store.exists()).toBe(false);
+    });
+
+    it('records its schema version, and refuses a store written by a newer engine', async () => {
+      const url = freshSchemaUrl();
+      const store = track(open(url));
+      await store.appendLedger('declined', { artifact_id: 'a' });
+      const pg = (await import('pg')).default;
+      const { connection, schema } = parsePostgresUrl(url);
+      const client = new pg.Client({ connectionString: connection });
+      await client.connect();
+      try {
+        const { rows } = await client.query(`SELECT value FROM "${schema}".meta WHERE key = 'schema_version'`);
+        expect(rows).toEqual([{ value: String(SCHEMA_VERSION) }]);
+        await client.query(`UPDATE "${schema}".meta SET value = '99' WHERE key = 'schema_version'`);
+      } finally {
+        await client.end();
+      }
+      await expect(track(open(url)).appendLedger('declined', { artifact_id: 'b' })).rejects.toThrow(/schema version 99; this pipeline knows version 1/);
+    });
+
+    it('gives concurrent claims of one queue disjoint batches', async () => {
+      const url = freshSchemaUrl();
+      const first = track(open(url));
+      for (let i = 0; i < 40; i++) {
+        const id = `01ARZ3NDEKTSV4RRFFQ69G${String(i).padStart(4, '0')}`;
+        await first.create({ proposal: { id, status: 'confirmed' }, key: `k${i}`, audit: { at: '2026-11-01T00:00:00Z', id, event: 'create', from: null, to: 'confirmed', stage: 't', actor: 'cli' } });
+      }
+      const workers = Array.from({ length: 6 }, () => track(open(url)));
+      const claimed = await Promise.all(workers.map((worker) => worker.claim('judge', { query: { status: 'confirmed' } }, 10, 60_000)));
+      const keys = claimed.flatMap((result) => result.leases.map((lease) => lease.key));
+      expect(new Set(keys).size).toBe(keys.length);
+      expect(keys.length).toBe(40);
+    });
+  });
+});
+
+// Every store opened here holds a pool of connections: close them when the file is done.
+import { afterAll } from 'vitest';
+afterAll(async () => {
+  await Promise.all(opened.map((store) => store.close()));
+});
