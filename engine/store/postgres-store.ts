@@ -642,23 +642,30 @@ export class PostgresStore implements Store {
     const values: unknown[] = [stage, this.owner, ttl, max];
     const where = this.conditions(queue.query, values, 'p').map((clause) => `AND ${clause}`).join(' ');
     // The candidates are picked once (a MATERIALIZED CTE), skipping rows other claims are taking
-    // right now, then leased in the same statement.
+    // right now, then leased in the same statement; one more row says how far the pick went, so
+    // the next claim continues after it even when a race left some picked rows to another worker.
     const { rows } = await this.query<{ key: string; token: string }>(
       `WITH picked AS MATERIALIZED (
          SELECT p.id FROM ${this.t('proposals')} p
           WHERE NOT EXISTS (SELECT 1 FROM ${this.t('leases')} l WHERE l.stage = $1 AND l.key = p.id AND l.expires_at > now()) ${where}
           ORDER BY p.id LIMIT $4
-          FOR UPDATE OF p SKIP LOCKED)
-       INSERT INTO ${this.t('leases')} AS l (stage, key, token, owner, expires_at)
-         SELECT $1, picked.id, nextval('${this.schema}.lease_tokens'), $2, now() + make_interval(secs => $3) FROM picked
-       ON CONFLICT (stage, key) DO UPDATE SET token = EXCLUDED.token, owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-         WHERE l.expires_at <= now()
-       RETURNING key, token::text AS token`,
+          FOR UPDATE OF p SKIP LOCKED),
+       leased AS (
+         INSERT INTO ${this.t('leases')} AS l (stage, key, token, owner, expires_at)
+           SELECT $1, picked.id, nextval('${this.schema}.lease_tokens'), $2, now() + make_interval(secs => $3) FROM picked
+         ON CONFLICT (stage, key) DO UPDATE SET token = EXCLUDED.token, owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+           WHERE l.expires_at <= now()
+         RETURNING key, token::text AS token)
+       SELECT key, token FROM leased
+       UNION ALL
+       SELECT '', (SELECT count(*)::text || ':' || coalesce(max(id), '') FROM picked)`,
       values,
     );
-    const leases = rows.map((row) => ({ stage, key: row.key, token: row.token })).sort((a, b) => (a.key < b.key ? -1 : 1));
-    // Fewer than asked: the query is exhausted (what others hold is reported by `held`).
-    return leases.length < max ? { leases } : { leases, next: leases[leases.length - 1]!.key };
+    const meta = rows.find((row) => row.key === '')!.token;
+    const [picked, last] = [Number(meta.slice(0, meta.indexOf(':'))), meta.slice(meta.indexOf(':') + 1)];
+    const leases = rows.filter((row) => row.key !== '').map((row) => ({ stage, key: row.key, token: row.token })).sort((a, b) => (a.key < b.key ? -1 : 1));
+    // Fewer picked than asked: the query is exhausted (what others hold is reported by `held`).
+    return picked < max ? { leases } : { leases, next: last };
   }
 
   async renew(leases: readonly Lease[], ttlMs: number): Promise<Lease[]> {

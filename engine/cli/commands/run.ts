@@ -1,4 +1,5 @@
 /** `pipeline run [<stage>]`: one stage, or every automatic stage in pipeline order. */
+import { setMaxListeners } from 'node:events';
 import { createInterface } from 'node:readline/promises';
 import { EXIT } from '../../errors.js';
 import { terminalProgress, silentProgress } from '../../runner/progress.js';
@@ -38,6 +39,8 @@ export async function runRun(context: Context): Promise<number> {
   }
 
   const controller = new AbortController();
+  // Every call in flight listens for Ctrl-C: as many as the concurrency and the panels make.
+  setMaxListeners(0, controller.signal);
   const removeHandler = context.io.onInterrupt(() => {
     if (!controller.signal.aborted) context.out.note('\ninterrupted: finishing what is in flight, claiming nothing new…');
     controller.abort();
