@@ -4,7 +4,7 @@
  * runs every scenario in its own process — so each peak RSS is that scenario's alone — prints
  * the tables and writes bench/results.json.
  *
- *   node bench/run.js [--quick] [--only lifecycle,stores,cold,latency]
+ *   node bench/run.js [--quick] [--only lifecycle,stores,cold,latency,postgres]
  *
  * --quick: N = 1,000 only, stores up to 10,000, shorter latency runs (a smoke test, not the numbers).
  */
@@ -83,6 +83,11 @@ if (wanted('latency')) {
     log(`latency: C=${c}, N=${n}, L=${latency} ms, ${mode}…`);
     results.latency.push(child('latency.js', [c, n, latency, mode]));
   }
+}
+
+if (wanted('postgres')) {
+  log('postgres: a throwaway server, workers, fixed latency, 1,000,000 proposals…');
+  results.postgres = child('postgres.js', quick ? ['--quick'] : []);
 }
 
 results.targets = targets(results);

@@ -61,6 +61,18 @@ export function targets(results) {
   for (const run of results.latency ?? []) {
     add(`efficiency C=${run.c} (N=${run.n}, L=${run.latencyMs} ms, ${run.mode})`, `wall ${ms(run.wallMs)} = ${run.ratio.toFixed(2)} × ideal`, '≤ 1.10 × ideal', run.ratio <= 1.1);
   }
+  if (results.postgres) {
+    const pg = results.postgres;
+    const file = pg.throughput.find((row) => row.store === 'file');
+    const four = pg.throughput.find((row) => row.store === 'postgres' && row.workers === 4);
+    if (file && four) add('PostgreSQL: 4 workers vs 1 process on files (proposals/s)', `${four.perSecond.toFixed(0)} vs ${file.perSecond.toFixed(0)}`, '≥ the file store', four.perSecond >= file.perSecond);
+    for (const run of pg.latency) add(`PostgreSQL: W=${run.workers} × C=${run.concurrency}, L=${run.latencyMs} ms`, `wall ${ms(run.wallMs)} = ${run.ratio.toFixed(2)} × N·L/(W·C)`, '≤ 1.10 ×', run.ratio <= 1.1);
+    if (pg.size) {
+      const label = `${pg.size.proposals.toLocaleString('en-US')} proposals`;
+      add(`PostgreSQL: status, ${label}`, ms(pg.size.statusMs), '< 1 s', pg.size.statusMs < 1000);
+      add(`PostgreSQL: list --state confirmed, ${label}`, ms(pg.size.listConfirmedMs), '< 1 s', pg.size.listConfirmedMs < 1000);
+    }
+  }
   const flat = (name, values) => {
     const known = values.filter((value) => value.rss);
     if (known.length < 2) return;
@@ -98,6 +110,13 @@ export function renderTables(results, verdicts) {
   if (results.latency?.length) {
     parts.push(table('Judges of fixed latency: ideal = ceil(N/C) × L (the panel\'s 2 calls run in parallel)', ['C', 'N', 'mode', 'calls', 'max in flight', 'wall', 'ideal', 'wall/ideal', 'peak RSS'],
       results.latency.map((run) => [run.c, run.n, run.mode, run.requests, run.maxInFlight, ms(run.wallMs), ms(run.idealMs), run.ratio.toFixed(2), mb(run.maxRssKb)])));
+  }
+  if (results.postgres) {
+    const pg = results.postgres;
+    parts.push(table('PostgreSQL: judge + promote with instant offline judges (real binaries, one database)', ['store', 'workers', 'N', 'wall', 'proposals/s'],
+      pg.throughput.map((row) => [row.store, row.workers, row.n, ms(row.wallMs), row.perSecond.toFixed(0)])));
+    parts.push(table('PostgreSQL: judges of fixed latency, ideal = N·L/(W·C)', ['workers', 'C', 'N', 'L', 'wall', 'ideal', 'wall/ideal'],
+      pg.latency.map((run) => [run.workers, run.concurrency, run.n, ms(run.latencyMs), ms(run.wallMs), ms(run.idealMs), run.ratio.toFixed(2)])));
   }
   parts.push(table('SPEC §9 targets', ['target', 'measured', 'goal', 'met'], verdicts.map((row) => [row.target, row.measured, row.goal, row.met ? 'yes' : 'NO'])));
   return parts.join('\n');
