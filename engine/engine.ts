@@ -11,6 +11,7 @@ import { formatFindings } from './config/findings.js';
 import type { Proposal } from './lifecycle/effects.js';
 import { decide, type Commit, type Refusal } from './lifecycle/decide.js';
 import { refused, type Outcome } from './outcome.js';
+import { readSecret, type SecretRead } from './secrets.js';
 import type { AuditRow, Change, Lease, Store, Stored } from './store/types.js';
 import { isUlid, ulidGenerator, type IdGenerator } from './util/ids.js';
 import { formatTimestamp, systemClock, type Clock } from './util/time.js';
@@ -61,6 +62,26 @@ export class Engine {
 
   now(): string {
     return formatTimestamp(this.clock());
+  }
+
+  private readonly secrets = new Map<string, Promise<SecretRead>>();
+
+  /**
+   * A declared secret, read (and created, when declared so) once per engine: a run promotes many
+   * proposals with one secret. Its warnings are given to the first reader only.
+   */
+  async secret(name: string): Promise<SecretRead> {
+    const def = this.pipeline.def.secrets?.[name];
+    if (!def) return { ok: false, message: `secret ${name} is not declared` };
+    let read = this.secrets.get(name);
+    const first = !read;
+    if (!read) {
+      read = readSecret(name, def, this.env);
+      this.secrets.set(name, read);
+    }
+    const result = await read;
+    if (!result.ok) this.secrets.delete(name); // a refusal is asked again (the file may be fixed meanwhile)
+    return result.ok && !first ? { ...result, warnings: [] } : result;
   }
 
   /** Read one proposal, refusing a malformed id before the store is touched. */

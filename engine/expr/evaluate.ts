@@ -24,6 +24,12 @@ import { renderTemplate, templatePaths } from './template.js';
 
 export interface ExprContext {
   root: unknown;
+  /**
+   * Copy values taken from the root, arguments and literals (default true). Off when the result
+   * is only serialized (a pool entry, a ledger row): nothing will mutate it, and copying a whole
+   * candidate per field is the bulk of the cost.
+   */
+  copy?: boolean;
   args?: Record<string, unknown>;
   now: string;
   secrets?: Readonly<Record<string, string>>;
@@ -87,15 +93,15 @@ function evaluateNode(node: unknown, context: ExprContext, missing: string[]): u
     case '$arg': {
       const path = String(argument);
       const value = operator === '$field' ? getPath(context.root, path) : getPath(context.args ?? {}, path);
-      if (value !== undefined) return structuredClone(value);
-      if ('default' in node) return structuredClone(node['default']);
+      if (value !== undefined) return copyOf(value, context);
+      if ('default' in node) return copyOf(node['default'], context);
       missing.push(operator === '$field' ? path : `--${path}`);
       return undefined;
     }
     case '$now':
       return context.now;
     case '$value':
-      return structuredClone(argument);
+      return copyOf(argument, context);
     case '$count': {
       const list = getPath(context.root, String(argument));
       if (!Array.isArray(list)) {
@@ -108,8 +114,8 @@ function evaluateNode(node: unknown, context: ExprContext, missing: string[]): u
     case '$lookup': {
       const key = getPath(context.root, String(argument));
       const map = isObject(node['map']) ? node['map'] : {};
-      if (key !== undefined && Object.prototype.hasOwnProperty.call(map, String(key))) return structuredClone(map[String(key)]);
-      if ('default' in node) return structuredClone(node['default']);
+      if (key !== undefined && Object.prototype.hasOwnProperty.call(map, String(key))) return copyOf(map[String(key)], context);
+      if ('default' in node) return copyOf(node['default'], context);
       missing.push(String(argument));
       return undefined;
     }
@@ -155,6 +161,10 @@ function evaluateNode(node: unknown, context: ExprContext, missing: string[]): u
       return undefined;
     }
   }
+}
+
+function copyOf(value: unknown, context: ExprContext): unknown {
+  return context.copy === false || value === null || typeof value !== 'object' ? value : structuredClone(value);
 }
 
 function requireTemplatePaths(template: string, root: unknown, missing: string[]): void {

@@ -17,7 +17,6 @@ import { decideJury, TOLERANCE } from '../jury/gate.js';
 import { checkVerdict, type Verdict } from '../jury/verdict.js';
 import type { Proposal } from '../lifecycle/effects.js';
 import { refused, type Outcome } from '../outcome.js';
-import { readSecret } from '../secrets.js';
 import type { AuditRow, EntryWrite, Lease, LedgerWrite, Stored } from '../store/types.js';
 import { getPath, hasPath, isObject, setPath } from '../util/json-path.js';
 import { listWords } from '../util/suggest.js';
@@ -46,19 +45,19 @@ export function promotableStates(stage: PromoteStageDef): string[] {
  * Why the recorded decision cannot be trusted, or undefined when it can: the judge stage that
  * leads into the proposal's status must have decided it exactly as recorded.
  */
-async function distrust(engine: Engine, id: string, proposal: Proposal, status: string, judgedNow: boolean): Promise<string | undefined> {
+async function distrust(engine: Engine, id: string, proposal: Proposal, status: string): Promise<string | undefined> {
   const judges = judgeStagesInto(engine.pipeline, status);
   if (judges.length === 0) return undefined; // no jury decides this status: nothing to re-check
   const reasons: string[] = [];
   for (const judge of judges) {
-    const reason = await distrustBy(engine, judge, id, proposal, status, judgedNow);
+    const reason = await distrustBy(engine, judge, id, proposal, status);
     if (reason === undefined) return undefined;
     reasons.push(reason);
   }
   return reasons[0];
 }
 
-async function distrustBy(engine: Engine, judge: JudgeStageDef, id: string, proposal: Proposal, status: string, judgedNow: boolean): Promise<string | undefined> {
+async function distrustBy(engine: Engine, judge: JudgeStageDef, id: string, proposal: Proposal, status: string): Promise<string | undefined> {
   if (judge.revalidate) {
     // The status is the judged one, the rest must be what the jury saw.
     const findings = engine.pipeline.schemas.check(judge.revalidate, { ...proposal, status: judge.from });
@@ -90,7 +89,7 @@ async function distrustBy(engine: Engine, judge: JudgeStageDef, id: string, prop
       return `its ${field} does not match the gate (recomputed: ${again.verdict.reason}, recorded: ${String(verdict['reason'])})`;
     }
   }
-  if (!judgedNow && !(await judgedInHistory(engine, judge, id, status))) return 'no judging in its history: written by hand?';
+  if (!(await judgedInHistory(engine, judge, id, status))) return 'no judging in its history: written by hand?';
   return undefined;
 }
 
@@ -122,23 +121,24 @@ export async function planPromotion(engine: Engine, stage: PromoteStageDef, id: 
   const expr = outcome.entry ?? outcome.row ?? {};
   // What the record needs comes first (it says what to fix); the secrets are not needed for that.
   const placeholders = Object.fromEntries([...secretsUsed(expr)].map((name) => [name, '']));
-  const needs = evaluate(expr, { root: proposal, now: '', secrets: placeholders }).missing;
+  const needs = evaluate(expr, { root: proposal, now: '', secrets: placeholders, copy: false }).missing;
   if (needs.length) {
     return { ok: false, outcome: refused('missing_fields', `${id} (${status}) was not promoted: it has no ${listWords([...new Set(needs)], 'and')}`, undefined, id), warnings };
   }
-  const distrusted = await distrust(engine, id, proposal, status, options.judgedNow ?? false);
-  if (distrusted) return { ok: false, outcome: refused('untrusted', `${id} (${status}) was not promoted: ${distrusted}`, undefined, id), warnings };
+  // A verdict this process has just decided needs no second look; anything read from the store does.
+  if (!options.judgedNow) {
+    const distrusted = await distrust(engine, id, proposal, status);
+    if (distrusted) return { ok: false, outcome: refused('untrusted', `${id} (${status}) was not promoted: ${distrusted}`, undefined, id), warnings };
+  }
   const secrets: Record<string, string> = {};
   for (const name of secretsUsed(expr)) {
-    const def = engine.pipeline.def.secrets?.[name];
-    if (!def) return { ok: false, outcome: refused('secret', `secret ${name} is not declared`, undefined, id), warnings };
-    const secret = await readSecret(name, def, engine.env);
+    const secret = await engine.secret(name);
     if (!secret.ok) return { ok: false, outcome: refused('secret', `${id} (${status}) was not promoted: ${secret.message}`, undefined, id), warnings };
     warnings.push(...secret.warnings);
     secrets[name] = secret.value;
   }
   const now = engine.now();
-  const { value, missing } = evaluate(expr, { root: proposal, now, secrets });
+  const { value, missing } = evaluate(expr, { root: proposal, now, secrets, copy: false });
   if (missing.length) {
     return { ok: false, outcome: refused('missing_fields', `${id} (${status}) was not promoted: it has no ${listWords([...new Set(missing)], 'and')}`, undefined, id), warnings };
   }
