@@ -7,8 +7,17 @@ import type { Rubric } from '../config/types.js';
 import { decideJury } from './gate.js';
 import { checkVerdict, type Verdict } from './verdict.js';
 
-/** A jury outcome as recorded (`verdict.passed`), or as a replay would leave the proposal. */
-export type JuryOutcome = 'approved' | 'rejected' | 'unjudged';
+/**
+ * A jury outcome as recorded (`passed`), or as a replay would leave the proposal: the state a
+ * pass or a fail leads to (named by the pipeline's judge stage), or `unjudged`.
+ */
+export type JuryOutcome = string;
+
+/** The states a judge stage's pass and fail lead to (shipped: approved, rejected). */
+export interface OutcomeNames {
+  pass: string;
+  fail: string;
+}
 
 /** One recorded jury decision: the panel as it was stored, and what the gate said then. */
 export interface RecordedPanel {
@@ -36,6 +45,8 @@ export interface Recorded {
 export interface RecordedInput {
   /** Every readable proposal (with its `id`). */
   proposals: readonly Record<string, unknown>[];
+  /** The proposal field the judge stage records its verdict in. */
+  verdictField: string;
   /** Ids that have a proposal file, readable or not: their ledger rows are never used. */
   present: ReadonlySet<string>;
   /** Rows of the ledgers the promote stage appends verdicts to, reduced to `{id, verdict}`. */
@@ -45,7 +56,7 @@ export interface RecordedInput {
 export interface Flip {
   id: string;
   source: RecordedPanel['source'];
-  from: Exclude<JuryOutcome, 'unjudged'>;
+  from: JuryOutcome;
   to: JuryOutcome;
   old_reason: string;
   new_reason: string;
@@ -63,8 +74,9 @@ export interface Replay {
   no_jury: number;
   /** Jury panels recorded under a different rubric id (a renamed id shows up here). */
   other_rubrics: number;
-  flips: { approved_to_rejected: Flip[]; rejected_to_approved: Flip[]; judged_to_unjudged: Flip[] };
-  counts: { approved_to_rejected: number; rejected_to_approved: number; judged_to_unjudged: number };
+  /** `<pass>_to_<fail>`, `<fail>_to_<pass>` and `judged_to_unjudged` (shipped: approved_to_rejected, …). */
+  flips: Record<string, Flip[]>;
+  counts: Record<string, number>;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -106,7 +118,7 @@ export function collectRecorded(input: RecordedInput): Recorded {
     else if (read.kind === 'unreadable') unreadable.push(id);
   };
   for (const proposal of input.proposals) {
-    if (typeof proposal['id'] === 'string') take(proposal['id'], 'proposal', proposal['verdict']);
+    if (typeof proposal['id'] === 'string') take(proposal['id'], 'proposal', proposal[input.verdictField]);
   }
   const seen = new Set<string>();
   for (const row of input.ledgerRows) {
@@ -122,7 +134,7 @@ export function collectRecorded(input: RecordedInput): Recorded {
 type Replayed = { outcome: JuryOutcome; reason: string; aggregate: number | null; failed: string | null };
 
 /** Decide one recorded panel under `rubric`, exactly as the judge stage would have. */
-export function replayPanel(rubric: Rubric, judges: readonly unknown[]): Replayed {
+export function replayPanel(rubric: Rubric, judges: readonly unknown[], names: OutcomeNames): Replayed {
   // checkVerdict keeps only the criteria the edited rubric names: a removed criterion is ignored.
   const clean: Verdict[] = [];
   for (const raw of judges) {
@@ -133,19 +145,20 @@ export function replayPanel(rubric: Rubric, judges: readonly unknown[]): Replaye
   const decision = decideJury(rubric, clean);
   if (!decision.ok) return { outcome: 'unjudged', reason: decision.reason, aggregate: null, failed: null };
   const { verdict } = decision;
-  return { outcome: verdict.passed ? 'approved' : 'rejected', reason: verdict.reason, aggregate: verdict.aggregate_score, failed: verdict.failed_criterion ?? null };
+  return { outcome: verdict.passed ? names.pass : names.fail, reason: verdict.reason, aggregate: verdict.aggregate_score, failed: verdict.failed_criterion ?? null };
 }
 
 /** Replay every recorded panel of `rubric.id` under `rubric`; stays are counted, flips listed. */
-export function replayRubric(rubric: Rubric, recorded: Recorded): Replay {
-  const flips: Replay['flips'] = { approved_to_rejected: [], rejected_to_approved: [], judged_to_unjudged: [] };
+export function replayRubric(rubric: Rubric, recorded: Recorded, names: OutcomeNames): Replay {
+  const [down, up, lost] = [`${names.pass}_to_${names.fail}`, `${names.fail}_to_${names.pass}`, 'judged_to_unjudged'];
+  const flips: Replay['flips'] = { [down]: [], [up]: [], [lost]: [] };
   let considered = 0;
   let stay = 0;
   for (const panel of recorded.panels) {
     if (panel.rubric_id !== rubric.id) continue;
     considered++;
-    const from = panel.passed ? 'approved' : 'rejected';
-    const next = replayPanel(rubric, panel.judges);
+    const from = panel.passed ? names.pass : names.fail;
+    const next = replayPanel(rubric, panel.judges, names);
     if (next.outcome === from) {
       stay++;
       continue;
@@ -162,9 +175,7 @@ export function replayRubric(rubric: Rubric, recorded: Recorded): Replay {
       old_failed_criterion: panel.failed_criterion,
       new_failed_criterion: next.failed,
     };
-    if (next.outcome === 'unjudged') flips.judged_to_unjudged.push(flip);
-    else if (from === 'approved') flips.approved_to_rejected.push(flip);
-    else flips.rejected_to_approved.push(flip);
+    flips[next.outcome === 'unjudged' ? lost : from === names.pass ? down : up]!.push(flip);
   }
   return {
     rubric_id: rubric.id,
@@ -173,10 +184,6 @@ export function replayRubric(rubric: Rubric, recorded: Recorded): Replay {
     no_jury: recorded.noJury,
     other_rubrics: recorded.panels.length - considered,
     flips,
-    counts: {
-      approved_to_rejected: flips.approved_to_rejected.length,
-      rejected_to_approved: flips.rejected_to_approved.length,
-      judged_to_unjudged: flips.judged_to_unjudged.length,
-    },
+    counts: Object.fromEntries(Object.entries(flips).map(([name, list]) => [name, list.length])),
   };
 }

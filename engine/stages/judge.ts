@@ -5,8 +5,7 @@
  * `pipeline judge --verdicts` (verdicts produced elsewhere); both go through `decideAndCommit`.
  */
 import { formatFindings } from '../config/findings.js';
-import type { Pipeline } from '../config/load.js';
-import type { JudgeStageDef, PromoteStageDef, Rubric } from '../config/types.js';
+import type { JudgeStageDef, Rubric } from '../config/types.js';
 import type { Actor, Engine, Extend } from '../engine.js';
 import { renderPrompt } from '../expr/template.js';
 import { decideJury, noJuryVerdict, type JuryVerdict } from '../jury/gate.js';
@@ -17,6 +16,9 @@ import { callProvider } from '../providers/call.js';
 import type { Lease, Stored } from '../store/types.js';
 import { getPath } from '../util/json-path.js';
 import { listWords } from '../util/suggest.js';
+import { verdictField } from './judge-config.js';
+
+export { judgeStagesInto, thenStage, verdictField } from './judge-config.js';
 
 export type JudgePlan = { kind: 'no_jury'; reason: string } | { kind: 'jury'; rubric: Rubric } | { kind: 'refused'; message: string };
 
@@ -31,25 +33,6 @@ export function planFor(engine: Engine, stage: JudgeStageDef, stored: Stored): J
   const rubric = engine.pipeline.rubrics.get(entry);
   if (!rubric) return { kind: 'refused', message: `rubric ${entry} is not loaded` };
   return { kind: 'jury', rubric };
-}
-
-/** The judge stages whose verdicts lead into `status` (their pass or fail event targets it). */
-export function judgeStagesInto(pipeline: Pipeline, status: string): JudgeStageDef[] {
-  return pipeline.stages.filter((stage): stage is JudgeStageDef => {
-    if (stage.kind !== 'judge') return false;
-    return pipeline.lifecycle.transitions.some((t) => t.from === stage.from && t.target === status && (t.event === stage.events.pass || t.event === stage.events.fail));
-  });
-}
-
-/** The proposal field (and event argument) that holds a judge stage's verdict. */
-export function verdictField(stage: JudgeStageDef): string {
-  return stage.verdict ?? 'verdict';
-}
-
-/** The stage a judge stage hands its verdicts to (`then:`), resolved by name. */
-export function thenStage(pipeline: Pipeline, stage: JudgeStageDef): PromoteStageDef | undefined {
-  const then = stage.then === undefined ? undefined : pipeline.stages.find((candidate) => candidate.name === stage.then);
-  return then?.kind === 'promote' ? then : undefined;
 }
 
 /** Status and schema checks that come before any jury (a file edited by hand must not reach the pool). */

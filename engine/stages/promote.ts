@@ -20,7 +20,8 @@ import { refused, type Outcome } from '../outcome.js';
 import type { AuditRow, EntryWrite, Lease, LedgerWrite, Stored } from '../store/types.js';
 import { getPath, hasPath, isObject, setPath } from '../util/json-path.js';
 import { listWords } from '../util/suggest.js';
-import { judgeStagesInto, planFor } from './judge.js';
+import { judgeStagesInto, verdictField } from './judge-config.js';
+import { planFor } from './judge.js';
 
 export interface PromoteResult {
   outcome: Outcome;
@@ -63,7 +64,7 @@ async function distrustBy(engine: Engine, judge: JudgeStageDef, id: string, prop
     const findings = engine.pipeline.schemas.check(judge.revalidate, { ...proposal, status: judge.from });
     if (findings.length) return `it fails the ${judge.revalidate} schema (${formatFindings(findings).slice(0, 3).join('; ')})`;
   }
-  const field = judge.verdict ?? 'verdict';
+  const field = verdictField(judge);
   const verdict = getPath(proposal, field);
   if (!isObject(verdict) || typeof verdict['passed'] !== 'boolean') return `it has no recorded ${field}`;
   const passTarget = engine.pipeline.lifecycle.transitions.find((t) => t.from === judge.from && t.event === judge.events.pass)?.target;

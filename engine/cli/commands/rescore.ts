@@ -6,12 +6,14 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { configValidators } from '../../config/config-schemas.js';
-import type { PromoteStageDef, Rubric } from '../../config/types.js';
+import type { JudgeStageDef, PromoteStageDef, Rubric } from '../../config/types.js';
 import { checkYamlFile } from '../../config/validate-file.js';
 import type { Engine } from '../../engine.js';
 import type { Stored } from '../../store/types.js';
 import { EXIT, PipelineError, type Issue } from '../../errors.js';
-import { collectRecorded, replayRubric, type Flip, type Recorded, type Replay } from '../../jury/rescore.js';
+import { collectRecorded, replayRubric, type Flip, type OutcomeNames, type Recorded, type Replay } from '../../jury/rescore.js';
+import { verdictField } from '../../stages/judge-config.js';
+import { isObject } from '../../util/json-path.js';
 import { listWords } from '../../util/suggest.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
@@ -52,18 +54,37 @@ async function readRubrics(context: Context, files: readonly string[]): Promise<
   return rubrics;
 }
 
-/** The ledgers the promote stages append verdict rows to (shipped: declined), with each row's id field. */
-function juryLedgers(engine: Engine): { ledger: string; key: string }[] {
+/** The judge stage whose decisions a rubric's replay speaks of: one that uses it, else the first. */
+function judgeStageFor(engine: Engine, rubricId: string): JudgeStageDef {
+  const judges = engine.pipeline.stages.filter((stage): stage is JudgeStageDef => stage.kind === 'judge');
+  const stage = judges.find((judge) => Object.values(judge.rubric.map).includes(rubricId)) ?? judges[0];
+  if (!stage) throw new PipelineError('rescore.no_judge', 'this pipeline has no judge stage: there are no jury decisions to replay');
+  return stage;
+}
+
+/** The states a judge stage's pass and fail lead to (the names a replay's flips are given). */
+function outcomeNames(engine: Engine, stage: JudgeStageDef): OutcomeNames {
+  const target = (event: string) => engine.pipeline.lifecycle.transitions.find((t) => t.from === stage.from && t.event === event && t.target !== undefined)?.target ?? event;
+  return { pass: target(stage.events.pass), fail: target(stage.events.fail) };
+}
+
+/**
+ * The ledgers the promote stages append verdict rows to (shipped: declined), with each row's id
+ * field and the row field that holds the verdict (the one whose value is the verdict field).
+ */
+function juryLedgers(engine: Engine, verdictField: string): { ledger: string; key: string; field: string }[] {
   const promotes = engine.pipeline.stages.filter((stage): stage is PromoteStageDef => stage.kind === 'promote');
-  const found = new Map<string, string>();
+  const found = new Map<string, { key: string; field: string }>();
   for (const outcome of promotes.flatMap((stage) => Object.values(stage.outcomes))) {
-    if (outcome.append && !found.has(outcome.append)) found.set(outcome.append, outcome.key ?? 'id');
+    if (!outcome.append || !outcome.row || found.has(outcome.append)) continue;
+    const field = Object.entries(outcome.row).find(([, expr]) => isObject(expr) && expr['$field'] === verdictField)?.[0];
+    if (field) found.set(outcome.append, { key: outcome.key ?? 'id', field });
   }
-  return [...found].map(([ledger, key]) => ({ ledger, key }));
+  return [...found].map(([ledger, row]) => ({ ledger, ...row }));
 }
 
 /** Every recorded decision in the store, read through the store interface only. */
-async function readRecorded(context: Context, engine: Engine): Promise<Recorded> {
+async function readRecorded(context: Context, engine: Engine, verdictField: string): Promise<Recorded> {
   const items: Stored[] = [];
   const malformed: string[] = [];
   for await (const listed of engine.store.list()) {
@@ -72,10 +93,15 @@ async function readRecorded(context: Context, engine: Engine): Promise<Recorded>
   }
   for (const id of malformed) context.out.warn(`${id}: the proposal file is empty, truncated or not a JSON object — skipped, left as it is`);
   const ledgerRows: { id: unknown; verdict: unknown }[] = [];
-  for (const { ledger, key } of juryLedgers(engine)) {
-    for await (const row of engine.store.ledger(ledger)) ledgerRows.push({ id: row[key], verdict: row['verdict'] });
+  for (const { ledger, key, field } of juryLedgers(engine, verdictField)) {
+    for await (const row of engine.store.ledger(ledger)) ledgerRows.push({ id: row[key], verdict: row[field] });
   }
-  const recorded = collectRecorded({ proposals: items.map((item) => ({ ...item.proposal, id: item.id })), present: new Set([...items.map((item) => item.id), ...malformed]), ledgerRows });
+  const recorded = collectRecorded({
+    proposals: items.map((item) => ({ ...item.proposal, id: item.id })),
+    verdictField,
+    present: new Set([...items.map((item) => item.id), ...malformed]),
+    ledgerRows,
+  });
   for (const id of recorded.unreadable) context.out.warn(`${id}: the recorded verdict is not a verdict (hand-edited?) — not replayed`);
   return recorded;
 }
@@ -85,7 +111,7 @@ const reasonOf = (reason: string, failed: string | null): string => (failed ? `$
 const plural = (count: number, one: string, many = `${one}s`): string => `${count} ${count === 1 ? one : many}`;
 
 /** One summary line, then a table of the flips (stays are only counted). */
-function renderReplay(file: string, replay: Replay, ledgerFiles: readonly string[]): string[] {
+function renderReplay(file: string, replay: Replay, names: OutcomeNames, ledgerFiles: readonly string[]): string[] {
   const id = replay.rubric_id;
   const scope = replay.no_jury ? `; ${plural(replay.no_jury, 'no-jury proposal')} out of scope` : '';
   if (replay.considered === 0) {
@@ -93,11 +119,12 @@ function renderReplay(file: string, replay: Replay, ledgerFiles: readonly string
     return [`${file} (${id}): no recorded panels for rubric ${id}${elsewhere}${scope}`];
   }
   const { counts } = replay;
+  const [down, up] = [`${names.pass}_to_${names.fail}`, `${names.fail}_to_${names.pass}`];
   const lines = [
-    `${file} (${id}): ${plural(replay.considered, 'recorded panel')} — ${replay.stay} stay, ${counts.approved_to_rejected} approved → rejected, ` +
-      `${counts.rejected_to_approved} rejected → approved, ${counts.judged_to_unjudged} judged → unjudged${scope}`,
+    `${file} (${id}): ${plural(replay.considered, 'recorded panel')} — ${replay.stay} stay, ${counts[down]} ${names.pass} → ${names.fail}, ` +
+      `${counts[up]} ${names.fail} → ${names.pass}, ${counts['judged_to_unjudged']} judged → unjudged${scope}`,
   ];
-  const flips: Flip[] = [...replay.flips.approved_to_rejected, ...replay.flips.rejected_to_approved, ...replay.flips.judged_to_unjudged];
+  const flips: Flip[] = [...(replay.flips[down] ?? []), ...(replay.flips[up] ?? []), ...(replay.flips['judged_to_unjudged'] ?? [])];
   if (flips.length === 0) return [...lines, '  no decision would change'];
   const rows = [
     ['ID', 'CHANGE', 'AGGREGATE', 'REASON'],
@@ -124,16 +151,24 @@ export async function runRescore(context: Context): Promise<number> {
       context.out.note(`note: ${file}: rubric id "${rubric.id}" is not one of this pipeline's rubrics (${listWords([...engine.pipeline.rubrics.keys()])}); panels are matched by id`);
     }
   }
-  const recorded = await readRecorded(context, engine);
-  const reports = edited.map(({ file, rubric }) => ({ file, ...replayRubric(rubric, recorded) }));
+  // The names of the decisions and the field of the verdict come from the judge stage (SPEC §5.7).
+  const byRubric = edited.map(({ file, rubric }) => ({ file, rubric, stage: judgeStageFor(engine, rubric.id) }));
+  const recordedBy = new Map<string, Recorded>();
+  const reports = [];
+  for (const { file, rubric, stage } of byRubric) {
+    const field = verdictField(stage);
+    if (!recordedBy.has(field)) recordedBy.set(field, await readRecorded(context, engine, field));
+    const names = outcomeNames(engine, stage);
+    reports.push({ report: { file, ...replayRubric(rubric, recordedBy.get(field)!, names) }, names, field });
+  }
   if (context.json) {
-    context.out.data({ rubrics: reports });
+    context.out.data({ rubrics: reports.map(({ report }) => report) });
     return EXIT.ok;
   }
-  const ledgerFiles = juryLedgers(engine).map(({ ledger }) => engine.pipeline.ledgers[ledger] ?? ledger);
-  reports.forEach((report, index) => {
+  reports.forEach(({ report, names, field }, index) => {
     if (index > 0) context.out.line();
-    for (const line of renderReplay(report.file, report, ledgerFiles)) context.out.line(line);
+    const ledgerFiles = juryLedgers(engine, field).map(({ ledger }) => engine.pipeline.ledgers[ledger] ?? ledger);
+    for (const line of renderReplay(report.file, report, names, ledgerFiles)) context.out.line(line);
   });
   return EXIT.ok;
 }
