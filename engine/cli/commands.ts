@@ -36,8 +36,8 @@ export const BUILT_INS: CommandSpec[] = [
     positionals: [0, 1],
     run: runRun,
   },
-  { name: 'judge', usage: 'pipeline judge <id> --verdicts FILE|-', summary: 'record a JSON array of verdicts produced elsewhere', options: { verdicts: { type: 'string' } }, positionals: [1, 1], positionalNames: ['<id>'], run: runJudge },
-  { name: 'promote', usage: 'pipeline promote <id>', summary: 'write the terminal record of a judged proposal', options: {}, positionals: [1, 1], positionalNames: ['<id>'], run: runPromote },
+  { name: 'judge', usage: 'pipeline judge <id> --verdicts FILE|- [--stage NAME]', summary: 'record a JSON array of verdicts produced elsewhere', options: { verdicts: { type: 'string' }, stage: { type: 'string' } }, positionals: [1, 1], positionalNames: ['<id>'], run: runJudge },
+  { name: 'promote', usage: 'pipeline promote <id> [--stage NAME]', summary: 'write the terminal record of a judged proposal', options: { stage: { type: 'string' } }, positionals: [1, 1], positionalNames: ['<id>'], run: runPromote },
   { name: 'rescore', usage: 'pipeline rescore --rubric FILE [--rubric FILE …] [--json]', summary: 'replay recorded panels under edited rubrics', options: { rubric: { type: 'string', multiple: true } }, positionals: [0, 0], run: runRescore },
   {
     name: 'viz',

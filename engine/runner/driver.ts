@@ -127,7 +127,7 @@ async function unitsOf<T>(engine: Engine, selection: Selection<T>, limit: number
 
 /** Run one stage's batch. */
 export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRun<T>, options: RunOptions): Promise<Summary> {
-  const summary = emptySummary(stage.name, kind.outcomes());
+  const summary = emptySummary(stage.name, kind.outcomes(), kind.retryLabel);
   const selection = await kind.select(options);
   for (const [outcome, n] of Object.entries(selection.counted ?? {})) summary.counts[outcome] = (summary.counts[outcome] ?? 0) + n;
   if (kind.mustPlan(options) && !(await confirmSpend(await kind.plan(await unitsOf(engine, selection, options.limit), options), kind.noun, options))) return summary;

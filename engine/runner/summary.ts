@@ -12,20 +12,20 @@ export interface Summary {
   /** Calls that reported no usage (their tokens are unknown, not zero). */
   callsWithoutUsage: number;
   interrupted: boolean;
-  /** Lines for the person (problems found along the way). */
-  notes: string[];
+  /** What the retry list is called in text (`could not be judged`, `left untouched`). */
+  retryLabel: string;
 }
 
-export function emptySummary(stage: string, outcomes: readonly string[]): Summary {
+export function emptySummary(stage: string, outcomes: readonly string[], retryLabel = 'left for a retry'): Summary {
   return {
     stage,
+    retryLabel,
     counts: Object.fromEntries(outcomes.map((outcome) => [outcome, 0])),
     unjudged: [],
     refused: [],
     tokens: { tokens_in: null, tokens_out: null },
     callsWithoutUsage: 0,
     interrupted: false,
-    notes: [],
   };
 }
 
@@ -52,7 +52,7 @@ export function summaryJson(summary: Summary): { stage: string; counts: Record<s
 }
 
 /** Text lines: one line of counts, then the ids that need attention, then tokens. */
-export function summaryLines(summary: Summary, unjudgedLabel = 'could not be judged'): string[] {
+export function summaryLines(summary: Summary, unjudgedLabel = summary.retryLabel): string[] {
   const counts = Object.entries(summary.counts).map(([outcome, n]) => `${n} ${outcome === 'unjudged' ? unjudgedLabel : outcome.replace(/_/g, ' ')}`);
   const lines = [`${summary.stage}: ${counts.join(', ') || 'nothing to do'}${summary.interrupted ? ' (interrupted)' : ''}`];
   if (summary.unjudged.length) lines.push(`  ${unjudgedLabel} (left as they are; run again to retry): ${summary.unjudged.join(', ')}`);

@@ -38,7 +38,10 @@ export function planFor(engine: Engine, stage: JudgeStageDef, stored: Stored): J
 /** Status and schema checks that come before any jury (a file edited by hand must not reach the pool). */
 export function checkJudgeable(engine: Engine, stage: JudgeStageDef, stored: Stored): Outcome | undefined {
   const status = String(stored.proposal['status']);
-  if (status !== stage.from) return refused('status', `${stored.id} is ${status}; only ${stage.from} proposals are judged`, undefined, stored.id);
+  if (status !== stage.from) {
+    const froms = [...new Set(engine.pipeline.stages.flatMap((each) => (each.kind === 'judge' ? [each.from] : [])))];
+    return refused('status', `${stored.id} is ${status}; only ${listWords(froms)} proposals are judged`, undefined, stored.id);
+  }
   if (stage.revalidate) {
     const findings = engine.pipeline.schemas.check(stage.revalidate, stored.proposal);
     if (findings.length) return refused('schema_invalid', `${stored.id} (${status}) fails the ${stage.revalidate} schema; it was not judged`, formatFindings(findings), stored.id);

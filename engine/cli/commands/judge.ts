@@ -5,22 +5,24 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { EXIT, PipelineError } from '../../errors.js';
+import { EXIT } from '../../errors.js';
 import { followUpOf } from '../../stages/follow-up.js';
 import { judgeWithVerdicts } from '../../stages/judge.js';
 import { UsageError } from '../args.js';
+import { stageFor } from '../stage-for.js';
 import type { Context } from '../context.js';
 import { printOutcome } from '../print.js';
 import { readStdin } from './queue.js';
 
 export async function runJudge(context: Context): Promise<number> {
   const engine = await context.engine();
-  const stage = engine.pipeline.stages.find((candidate) => candidate.kind === 'judge');
-  if (!stage || stage.kind !== 'judge') throw new PipelineError('no_stage', 'this pipeline has no judge stage', { exitCode: EXIT.refused });
   const source = context.parsed.values['verdicts'] as string | undefined;
   if (source === undefined) throw new UsageError('judge: --verdicts FILE|- is required', 'usage: pipeline judge <id> --verdicts FILE|-');
   const read = await engine.read(context.parsed.positionals[0]!);
   if (!read.ok) return printOutcome(context.out, read.outcome);
+  const named = context.parsed.values['stage'] as string | undefined;
+  const status = String(read.stored.proposal['status']);
+  const stage = stageFor(engine.pipeline, 'judge', named, status, (candidate, at) => candidate.from === at, 'pipeline judge <id> --verdicts FILE|- [--stage NAME]');
   let text: string;
   try {
     text = source === '-' ? await readStdin(context) : await readFile(path.resolve(context.io.cwd, source), 'utf8');

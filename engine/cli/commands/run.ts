@@ -65,7 +65,7 @@ export async function runRun(context: Context): Promise<number> {
       if (controller.signal.aborted) break;
       const summary = await runStage(engine, stage, options);
       summaries.push(summary);
-      if (!context.json) for (const line of summaryLines(summary, stage.kind === 'transform' ? 'left untouched' : 'could not be judged')) context.out.line(line);
+      if (!context.json) for (const line of summaryLines(summary)) context.out.line(line);
     }
   } finally {
     removeHandler();
