@@ -10,7 +10,8 @@ import { EXIT, PipelineError } from '../../errors.js';
 import { VERDICT_FIELDS } from '../../jury/verdict.js';
 import { table } from '../layout.js';
 import { followUpOf } from '../../stages/follow-up.js';
-import { judgeWithVerdicts } from '../../stages/judge.js';
+import { judgeWithVerdicts, thenStage } from '../../stages/judge.js';
+import { recordKind } from '../../stages/promote.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
 import { printOutcome } from '../print.js';
@@ -41,7 +42,13 @@ export async function runJudge(context: Context): Promise<number> {
   const { outcome, verdict, followUp } = await judgeWithVerdicts(engine, stage, read.stored, input, { actor: 'cli', ...(then ? { then } : {}) });
   if (outcome.kind !== 'committed') return printOutcome(context.out, outcome);
   if (context.json) context.out.data(outcome.proposal);
-  else context.out.line(`${outcome.id} ${outcome.from} → ${outcome.to} (${verdict?.reason ?? ''}${typeof verdict?.aggregate_score === 'number' ? `, aggregate ${verdict.aggregate_score.toFixed(3)}` : ''})`);
+  else {
+    const floor = verdict?.failed_criterion ? `: ${verdict.failed_criterion}` : '';
+    const score = typeof verdict?.aggregate_score === 'number' ? `, aggregate ${verdict.aggregate_score.toFixed(3)}` : '';
+    const promoteStage = followUp?.promoted ? thenStage(engine.pipeline, stage) : undefined;
+    const then = promoteStage ? `; ${recordKind(promoteStage, outcome.to)} at once (${promoteStage.name})` : '';
+    context.out.line(`${outcome.id} ${outcome.from} → ${outcome.to} (${verdict?.reason ?? ''}${floor}${score})${then}`);
+  }
   for (const warning of followUp?.warnings ?? []) context.out.warn(warning);
   if (followUp?.failure) context.out.warn(`${outcome.id} was judged ${outcome.to}, but promotion failed: ${followUp.failure} (the verdict stands; run \`pipeline promote ${outcome.id}\` again)`);
   return EXIT.ok;

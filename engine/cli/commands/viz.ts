@@ -47,7 +47,7 @@ export function parseVizOptions(values: Record<string, unknown>, json: boolean):
 
 export async function runViz(context: Context): Promise<number> {
   const options = parseVizOptions(context.parsed.values, context.json);
-  const engine = await context.engine();
+  const engine = await context.readEngine();
   const viz = await import('../../viz/index.js');
   const { lifecycle, stages } = engine.pipeline;
   const title = viz.titleField(stages);
