@@ -2,21 +2,22 @@
 
 /**
  * Break `text` into lines of at most `width` characters, at spaces only: a word is never cut, so
- * a word longer than the width (a URL, a path) stands alone on its line. Line breaks in the text
- * are kept; runs of spaces inside a line collapse where the line breaks.
+ * a word longer than the width (a URL, a path) stands alone on its line. Line breaks and the
+ * spacing inside a line are kept; only the spaces where a line breaks are dropped.
  */
 export function wrapWords(text: string, width: number): string[] {
   const limit = Math.max(1, width);
   const out: string[] = [];
   for (const paragraph of text.split('\n')) {
-    const words = paragraph.split(' ').filter((word, index) => word !== '' || index === 0);
+    // Each piece is a word with the spaces before it, so runs of spaces survive.
+    const pieces = paragraph.match(/ *[^ ]+/g) ?? [''];
     let line = '';
-    for (const word of words) {
-      if (line === '') line = word;
-      else if (line.length + 1 + word.length <= limit) line += ` ${word}`;
+    for (const piece of pieces) {
+      if (line === '') line = piece;
+      else if (line.length + piece.length <= limit) line += piece;
       else {
         out.push(line);
-        line = word;
+        line = piece.trimStart();
       }
     }
     out.push(line);
