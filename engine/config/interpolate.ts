@@ -3,7 +3,7 @@
  * `$${` writes a literal `${`. An unset variable without a default is a positioned error.
  * Prompt templates use `{{path}}`, so the two syntaxes never collide.
  */
-import { visit, type Scalar } from 'yaml';
+import { isPair, isScalar, isSeq, visit, type Scalar } from 'yaml';
 import type { Issue } from '../errors.js';
 import type { SourceFile } from './source.js';
 
@@ -84,29 +84,47 @@ function expand(body: string, env: Env): string {
   throw new InterpolationError(`environment variable ${name} is not set`);
 }
 
-/** Interpolate every string scalar of a parsed file in place; return the issues. */
-export function interpolateSource(source: SourceFile, env: Env): Issue[] {
-  const issues: Issue[] = [];
+/** An interpolation problem and the path of the value it is in (`providers.ollama.base_url`). */
+export interface LocatedIssue {
+  issue: Issue;
+  path: string[];
+}
+
+/** The keys leading to a node, from the ancestors `visit` hands a visitor. */
+function keyPath(ancestors: readonly unknown[], node: unknown): string[] {
+  const out: string[] = [];
+  const chain = [...ancestors, node];
+  chain.forEach((item, index) => {
+    if (isPair(item) && isScalar(item.key)) out.push(String(item.key.value));
+    else if (isSeq(item)) out.push(String(item.items.indexOf(chain[index + 1] as never)));
+  });
+  return out;
+}
+
+/**
+ * Interpolate every string scalar of a parsed file in place; return each problem with its path.
+ * A value that cannot be interpolated keeps its text; the data is rebuilt only when all could.
+ */
+export function interpolateSourceAt(source: SourceFile, env: Env): LocatedIssue[] {
+  const found: LocatedIssue[] = [];
   visit(source.doc, {
-    Scalar(key, node: Scalar) {
+    Scalar(key, node: Scalar, ancestors) {
       if (key === 'key' || typeof node.value !== 'string' || !node.value.includes('$')) return;
       try {
         node.value = interpolate(node.value, env);
       } catch (error) {
         if (!(error instanceof InterpolationError)) throw error;
         const at = source.lines.linePos(node.range?.[0] ?? 0);
-        issues.push({
-          code: 'config.interpolation',
-          severity: 'error',
-          file: source.file,
-          line: at.line,
-          col: at.col,
-          message: error.message,
-          hint: error.hint,
-        });
+        const issue: Issue = { code: 'config.interpolation', severity: 'error', file: source.file, line: at.line, col: at.col, message: error.message, hint: error.hint };
+        found.push({ issue, path: keyPath(ancestors, node) });
       }
     },
   });
-  if (issues.length === 0 && source.doc.errors.length === 0) source.data = source.doc.toJS({ maxAliasCount: 100 });
-  return issues;
+  if (found.length === 0 && source.doc.errors.length === 0) source.data = source.doc.toJS({ maxAliasCount: 100 });
+  return found;
+}
+
+/** Interpolate every string scalar of a parsed file in place; return the issues. */
+export function interpolateSource(source: SourceFile, env: Env): Issue[] {
+  return interpolateSourceAt(source, env).map((located) => located.issue);
 }
