@@ -13,6 +13,8 @@ export class InterpolationError extends Error {
   constructor(
     message: string,
     readonly hint = 'set the variable, or give a default with ${NAME:-default}',
+    /** An unset variable (the environment's doing), rather than a mistake in the text. */
+    readonly unset = false,
   ) {
     super(message);
   }
@@ -36,7 +38,7 @@ export function interpolate(text: string, env: Env): string {
     }
     if (text.startsWith('${', i)) {
       const end = matchingBrace(text, i + 2);
-      if (end < 0) throw new InterpolationError(`unterminated "\${" in ${quote(text)}`, 'close it with "}", or write "$${" for a literal "${"');
+      if (end < 0) throw new InterpolationError(`the "\${" in ${quote(text)} is never closed`, 'close it with "}", or write "$${" for a literal "${"');
       out += expand(text.slice(i + 2, end), env);
       i = end + 1;
       continue;
@@ -81,13 +83,15 @@ function expand(body: string, env: Env): string {
   const value = Object.hasOwn(env, name) ? env[name] : undefined;
   if (value !== undefined && value !== '') return value;
   if (sep >= 0) return interpolate(body.slice(sep + 2), env);
-  throw new InterpolationError(`environment variable ${name} is not set`);
+  throw new InterpolationError(`environment variable ${name} is not set`, undefined, true);
 }
 
 /** An interpolation problem and the path of the value it is in (`providers.ollama.base_url`). */
 export interface LocatedIssue {
   issue: Issue;
   path: string[];
+  /** An unset variable, as opposed to a mistake in the text. */
+  unset: boolean;
 }
 
 /** The keys leading to a node, from the ancestors `visit` hands a visitor. */
@@ -116,7 +120,7 @@ export function interpolateSourceAt(source: SourceFile, env: Env): LocatedIssue[
         if (!(error instanceof InterpolationError)) throw error;
         const at = source.lines.linePos(node.range?.[0] ?? 0);
         const issue: Issue = { code: 'config.interpolation', severity: 'error', file: source.file, line: at.line, col: at.col, message: error.message, hint: error.hint };
-        found.push({ issue, path: keyPath(ancestors, node) });
+        found.push({ issue, path: keyPath(ancestors, node), unset: error.unset });
       }
     },
   });

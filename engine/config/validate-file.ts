@@ -28,8 +28,8 @@ export function schemaIssues(source: SourceFile, validate: ValidateFunction, dat
 
 export interface CheckOptions {
   /**
-   * Whether an uninterpolated value may be left out instead of failing the file: the path of the
-   * part to drop (with the warning's words), or undefined when the value is needed.
+   * Whether a value whose variable is unset may be left out instead of failing the file: the path
+   * of the part to drop (with the warning's words), or undefined when the value is needed.
    */
   tolerate?: (path: readonly string[]) => { drop: string[]; why: string } | undefined;
 }
@@ -41,7 +41,7 @@ export function checkYamlFile<T>(file: string, text: string | { error: string } 
   const { source, issues } = parseSource(file, text);
   if (issues.length) return { source, issues };
   const interpolation = interpolateSourceAt(source, env);
-  const tolerated = interpolation.map((located) => ({ located, drop: options.tolerate?.(located.path) }));
+  const tolerated = interpolation.map((located) => ({ located, drop: located.unset ? options.tolerate?.(located.path) : undefined }));
   const warnings: Issue[] = tolerated.flatMap(({ located, drop }) => (drop ? [{ ...located.issue, severity: 'warning' as const, message: `${located.issue.message} ${drop.why}` }] : []));
   const fatal = tolerated.filter(({ drop }) => !drop).map(({ located }) => located.issue);
   if (fatal.length) return { source, issues: [...fatal, ...warnings] };
