@@ -79,7 +79,8 @@ export class Engine {
         result = await this.store.read(id);
       } else if (owner?.by === 'ledger') {
         const key = this.pipeline.def.proposal.key;
-        return { ok: false, outcome: refused('not_found', `${idOrKey}: not found — no proposal has this id, and the ${key} ${idOrKey} was declined, so no proposal was made from it`, undefined, idOrKey) };
+        const message = `${idOrKey}: not found — no proposal has this id, and the ${key} ${idOrKey} was declined, so no proposal was made from it`;
+        return { ok: false, outcome: refused('not_found', message, undefined, idOrKey) };
       }
     }
     if (result.kind === 'missing') return { ok: false, outcome: refused('not_found', `${id}: not found`, undefined, id) };

@@ -73,4 +73,5 @@ for (const row of declined) {
 }
 const rejected = declined.find((row) => row.id);
 if (rejected) console.log(`a proposal can be named by its artifact id too: npx pipeline show ${rejected.artifact_id} --history`);
-console.log(`\nthe audit log is ${path.join(store, 'events.jsonl')}; look at the lifecycle with: npx pipeline --store ${shellQuote(store)} viz --out lifecycle.html`);
+console.log(`\nthe audit log is ${path.join(store, 'events.jsonl')}`);
+console.log(`look at the lifecycle with: npx pipeline --store ${shellQuote(store)} viz --out lifecycle.html`);

@@ -104,7 +104,13 @@ export function parseCommandArgs(tokens: readonly string[], specs: OptionSpecs):
       break;
     }
   }
-  const options = Object.fromEntries(Object.entries(all).map(([name, spec]) => [name, { type: spec.type, ...(spec.multiple ? { multiple: true } : {}), ...(spec.short ? { short: spec.short } : {}) }]));
+  // parseArgs is given only what it reads (its own `default` would set values).
+  const options = Object.fromEntries(
+    Object.entries(all).map(([name, spec]) => {
+      const parsing = { type: spec.type, ...(spec.multiple ? { multiple: true } : {}), ...(spec.short ? { short: spec.short } : {}) };
+      return [name, parsing];
+    }),
+  );
   try {
     const { values, positionals } = parseArgs({ args, options, strict: true, allowPositionals: true });
     return { values: values as Parsed['values'], positionals };

@@ -14,7 +14,7 @@ import { runPromote } from './commands/promote.js';
 import { runRescore } from './commands/rescore.js';
 import { runRun } from './commands/run.js';
 import { runValidate } from './commands/validate.js';
-import { DEFAULT_PORT, runViz } from './commands/viz.js';
+import { DEFAULT_PORT, FORMATS, runViz } from './commands/viz.js';
 
 /** A positional argument, for help. */
 export interface ArgumentHelp {
@@ -54,7 +54,6 @@ const ID_ARGUMENT: ArgumentHelp = {
   more: (pipeline) => `, or the ${pipeline.def.proposal.key} the proposal was made from`,
 };
 
-const stateNames = (pipeline: Pipeline) => pipeline.lifecycle.states;
 const stageNames = (pipeline: Pipeline) => pipeline.stages.map((stage) => stage.name);
 
 export const BUILT_INS: CommandSpec[] = [
@@ -82,12 +81,27 @@ export const BUILT_INS: CommandSpec[] = [
     usage: 'pipeline list [--state S|all] [--where FIELD=VALUE …] [--grep TEXT] [--json]',
     summary: 'proposals in a state, by id (default: the initial state)',
     options: {
-      state: { type: 'string', placeholder: 'S', description: 'the state to list; all lists every state', default: (pipeline) => pipeline.lifecycle.initial, allowed: (pipeline) => [...pipeline.lifecycle.states, 'all'] },
-      where: { type: 'string', multiple: true, placeholder: 'FIELD=VALUE', description: 'only proposals whose FIELD (a dotted path) equals VALUE; repeatable, all must hold', default: 'no filter' },
+      state: {
+        type: 'string',
+        placeholder: 'S',
+        description: 'the state to list; all lists every state',
+        default: (pipeline) => pipeline.lifecycle.initial,
+        allowed: (pipeline) => [...pipeline.lifecycle.states, 'all'],
+      },
+      where: {
+        type: 'string',
+        multiple: true,
+        placeholder: 'FIELD=VALUE',
+        description: 'only proposals whose FIELD (a dotted path) equals VALUE; repeatable, all must hold',
+        default: 'no filter',
+      },
       grep: { type: 'string', placeholder: 'TEXT', description: 'only proposals whose title contains TEXT, in any case', default: 'no filter' },
     },
     positionals: [0, 0],
-    example: (pipeline) => `pipeline list --state ${pipeline.lifecycle.states.find((state) => state !== pipeline.lifecycle.initial) ?? pipeline.lifecycle.initial} --grep timeout`,
+    example: (pipeline) => {
+      const { states, initial } = pipeline.lifecycle;
+      return `pipeline list --state ${states.find((state) => state !== initial) ?? initial} --grep timeout`;
+    },
     run: runList,
   },
   {
@@ -111,7 +125,10 @@ export const BUILT_INS: CommandSpec[] = [
       {
         name: 'FILE|-',
         description: 'a JSON object to propose; - reads it from stdin',
-        more: (pipeline) => `: {${pipeline.def.proposal.key}, ${pipeline.def.proposal.payload}}, the ${pipeline.def.proposal.payload} valid against the ${pipeline.def.proposal.schema} schema`,
+        more: (pipeline) => {
+          const { key, payload, schema } = pipeline.def.proposal;
+          return `: {${key}, ${payload}}, the ${payload} valid against the ${schema} schema`;
+        },
         default: 'stdin, when it is not a terminal',
       },
     ],
@@ -123,15 +140,27 @@ export const BUILT_INS: CommandSpec[] = [
     usage: 'pipeline run [<stage>] [--concurrency N] [--limit N] [--dry-run] [--yes] [--no-cache] [--source DIR]',
     summary: 'run a stage; with no stage, every automatic stage in pipeline order',
     options: {
-      concurrency: { type: 'string', placeholder: 'N', description: 'how many proposals are worked on at once', default: (pipeline) => String(pipeline.defaults.concurrency) },
+      concurrency: {
+        type: 'string',
+        placeholder: 'N',
+        description: 'how many proposals are worked on at once',
+        default: (pipeline) => String(pipeline.defaults.concurrency),
+      },
       limit: { type: 'string', placeholder: 'N', description: 'process at most N', default: 'no limit' },
       'dry-run': { type: 'boolean', description: 'print the plan (proposals, model calls) and write nothing' },
       yes: { type: 'boolean', short: 'y', description: 'spend on paid model calls without asking' },
       'no-cache': { type: 'boolean', description: 'ask the models again instead of reusing cached answers' },
-      source: { type: 'string', placeholder: 'DIR', description: 'read source records from DIR (transform stages)', default: (pipeline) => sourceDefault(pipeline) },
+      source: { type: 'string', placeholder: 'DIR', description: 'read source records from DIR (transform stages)', default: sourceDefault },
     },
     positionals: [0, 1],
-    arguments: [{ name: '<stage>', description: 'the stage to run; a review stage walks its queue on a terminal', default: 'every automatic stage in pipeline order', allowed: stageNames }],
+    arguments: [
+      {
+        name: '<stage>',
+        description: 'the stage to run; a review stage walks its queue on a terminal',
+        default: 'every automatic stage in pipeline order',
+        allowed: stageNames,
+      },
+    ],
     example: (pipeline) => `pipeline run ${(pipeline.stages.find((stage) => stage.kind === 'judge') ?? pipeline.stages[0])?.name ?? ''} --dry-run`,
     run: runRun,
   },
@@ -139,7 +168,9 @@ export const BUILT_INS: CommandSpec[] = [
     name: 'judge',
     usage: 'pipeline judge <id> --verdicts FILE|-',
     summary: 'record a JSON array of verdicts produced elsewhere',
-    options: { verdicts: { type: 'string', placeholder: 'FILE|-', description: 'the verdicts, a JSON array (format below); - reads stdin', default: 'required' } },
+    options: {
+      verdicts: { type: 'string', placeholder: 'FILE|-', description: 'the verdicts, a JSON array (format below); - reads stdin', default: 'required' },
+    },
     positionals: [1, 1],
     positionalNames: ['<id>'],
     arguments: [ID_ARGUMENT],
@@ -173,7 +204,7 @@ export const BUILT_INS: CommandSpec[] = [
     usage: 'pipeline viz [--format html|svg|dot|mermaid|json] [--out FILE] [--serve [--port N]]',
     summary: 'render the lifecycle with live counts',
     options: {
-      format: { type: 'string', placeholder: 'F', description: 'what to render', default: 'html; json with --json', allowed: ['html', 'svg', 'dot', 'mermaid', 'json'] },
+      format: { type: 'string', placeholder: 'F', description: 'what to render', default: 'html; json with --json', allowed: FORMATS },
       out: { type: 'string', placeholder: 'FILE', description: 'write to FILE instead of stdout', default: 'stdout' },
       serve: { type: 'boolean', description: 'serve the page on 127.0.0.1 with live counts, until Ctrl-C' },
       port: { type: 'string', placeholder: 'N', description: 'the port for --serve; 0 picks a free one', default: String(DEFAULT_PORT) },

@@ -59,7 +59,8 @@ export function findSpec(specs: readonly CommandSpec[], words: readonly string[]
 export function unknownCommand(name: string, specs: readonly CommandSpec[]): UsageError {
   const names = [...specs.map((spec) => spec.name), 'help'];
   const near = closest(name, names);
-  return new UsageError(`unknown command: ${name}`, near ? `did you mean "${near}"? (\`pipeline help\` lists every command)` : 'run `pipeline help` for the list of commands');
+  const hint = near ? `did you mean "${near}"? (\`pipeline help\` lists every command)` : 'run `pipeline help` for the list of commands';
+  return new UsageError(`unknown command: ${name}`, hint);
 }
 
 function resolve<T>(value: FromConfig<T> | undefined, pipeline: Pipeline | undefined): T | undefined {
@@ -92,8 +93,10 @@ export function renderCommandHelp(spec: CommandSpec, config: HelpConfig): string
       const more = pipeline && argument.more ? argument.more(pipeline) : '';
       const given = resolve(argument.default, pipeline);
       const allowed = resolve(argument.allowed, pipeline);
-      const text = [`${argument.description}${more}`, given !== undefined ? `(default: ${given})` : '', allowed?.length ? `— one of ${listWords([...allowed])}` : ''];
-      return [argument.name, text.filter(Boolean).join(' ')] as const;
+      const text = [`${argument.description}${more}`];
+      if (given !== undefined) text.push(`(default: ${given})`);
+      if (allowed?.length) text.push(`— one of ${listWords([...allowed])}`);
+      return [argument.name, text.join(' ')] as const;
     });
     lines.push(...table(rows));
   }

@@ -96,7 +96,8 @@ async function askArgument(context: Context, prompter: Prompter, engine: Engine,
     if (answer.kind !== 'line') return answer;
     const value = answer.text.trim() === '' ? undefined : answer.text.trim();
     if (value === undefined && !required) return {};
-    const problem = value === undefined ? `${arg.replace(/_/g, ' ')} is required${allowed ? `: answer ${listWords(allowed)}` : ''}` : checkArgument(engine, command, arg, value);
+    const missing = `${arg.replace(/_/g, ' ')} is required${allowed ? `: answer ${listWords(allowed)}` : ''}`;
+    const problem = value === undefined ? missing : checkArgument(engine, command, arg, value);
     if (problem === undefined) return { value: value! };
     context.out.note(`  ${problem}; try again`);
   }
@@ -174,10 +175,12 @@ export async function runReviewWalk(context: Context, engine: Engine, stage: Rev
     removeHandler();
     prompter.close();
   }
-  if (ended === 'eof' || ended === 'interrupt') context.out.note(ended === 'interrupt' ? '\ninterrupted: what was decided stays decided' : '\nend of input: stopping here');
+  if (ended === 'interrupt') context.out.note('\ninterrupted: what was decided stays decided');
+  if (ended === 'eof') context.out.note('\nend of input: stopping here');
   // Each proposal is counted once: decided, left for later, changed elsewhere, or not reached.
   const notReached = ids.length - decided - deferred - gone;
   const elsewhere = gone ? `, ${gone} changed elsewhere meanwhile` : '';
-  context.out.line(`${stage.name}: ${decided} decided, ${deferred} left for later, ${notReached} not reached${elsewhere}${ended === 'interrupt' ? ' (interrupted)' : ''}`);
+  const interrupted = ended === 'interrupt' ? ' (interrupted)' : '';
+  context.out.line(`${stage.name}: ${decided} decided, ${deferred} left for later, ${notReached} not reached${elsewhere}${interrupted}`);
   return ended === 'interrupt' ? EXIT.interrupted : EXIT.ok;
 }

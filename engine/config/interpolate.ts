@@ -119,7 +119,7 @@ export function interpolateSourceAt(source: SourceFile, env: Env): LocatedIssue[
       } catch (error) {
         if (!(error instanceof InterpolationError)) throw error;
         const at = source.lines.linePos(node.range?.[0] ?? 0);
-        const issue: Issue = { code: 'config.interpolation', severity: 'error', file: source.file, line: at.line, col: at.col, message: error.message, hint: error.hint };
+        const issue: Issue = { code: 'config.interpolation', severity: 'error', file: source.file, ...at, message: error.message, hint: error.hint };
         found.push({ issue, path: keyPath(ancestors, node), unset: error.unset });
       }
     },

@@ -251,7 +251,8 @@ export function buildPipeline(dir: string, texts: ConfigTexts, env: Env, validat
   }
 
   const files = [PIPELINE_FILE, machineFile, ...stages.map((stage) => stage.file), ...[...sources.rubrics.values()].map((source) => source.file), ...sources.schemas.values()];
-  const config: ValidConfig = { def, machine: machineDef, stages, rubrics: [...rubrics.values()], schemas: named, warnings, files, keys: keyVariablesInUse(def, stages) };
+  const keys = keyVariablesInUse(def, stages);
+  const config: ValidConfig = { def, machine: machineDef, stages, rubrics: [...rubrics.values()], schemas: named, warnings, files, keys };
   return { pipeline: assemblePipeline(dir, config, registry), config, issues: warnings };
 }
 

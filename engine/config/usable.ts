@@ -57,8 +57,8 @@ interface ProviderUse {
 function providerUses(stages: readonly StageDef[]): ProviderUse[] {
   return stages.flatMap((stage): ProviderUse[] => {
     if (stage.kind === 'transform') return [{ stage, path: ['provider'], provider: stage.provider, role: 'its transformer' }];
-    if (stage.kind === 'judge') return Object.entries(stage.judges).map(([seat, provider]) => ({ stage, path: ['judges', seat], provider, role: `judge type ${seat}` }));
-    return [];
+    if (stage.kind !== 'judge') return [];
+    return Object.entries(stage.judges).map(([seat, provider]) => ({ stage, path: ['judges', seat], provider, role: `judge type ${seat}` }));
   });
 }
 
@@ -128,10 +128,15 @@ interface PanelIssue {
 
 /** What a rubric's panel, as this stage seats it, can never score. */
 function checkPanel(def: PipelineDef, stage: JudgeStageDef, rubric: Rubric): PanelIssue[] {
-  const seats = rubric.judge_types.filter((seat) => stage.judges[seat] !== undefined).map((seat) => ({ seat, provider: stage.judges[seat]!, can: scorable(def.providers?.[stage.judges[seat]!]) }));
+  const seats = rubric.judge_types.flatMap((seat) => {
+    const provider = stage.judges[seat];
+    return provider === undefined ? [] : [{ seat, provider, can: scorable(def.providers?.[provider]) }];
+  });
   if (seats.length === 0 || seats.some((seat) => seat.can === undefined)) return []; // a model can score anything
   const union = new Set(seats.flatMap((seat) => [...seat.can!]));
-  const panel = `${listWords(seats.map((seat) => `${seat.seat} → ${seat.provider}`), 'and')} (${stage.file}) score only ${listWords([...union].sort(), 'and') || 'nothing'}`;
+  const who = listWords(seats.map((seat) => `${seat.seat} → ${seat.provider}`), 'and');
+  const panel = `${who} (${stage.file}) score only ${listWords([...union].sort(), 'and') || 'nothing'}`;
+  const forever = `every proposal judged under ${rubric.id} would be left unjudged`;
   const out: PanelIssue[] = [];
   let scoredWeight = 0;
   rubric.criteria.forEach((criterion, index) => {
@@ -144,12 +149,15 @@ function checkPanel(def: PipelineDef, stage: JudgeStageDef, rubric: Rubric): Pan
       out.push({
         path: ['criteria', String(index), 'name'],
         code: 'config.criterion_unscorable',
-        message: (written) =>
-          `criterion "${criterion.name}" has a floor (min_pass ${written(['criteria', String(index), 'min_pass']) ?? criterion.min_pass}), but no judge can score it: ${panel}; every proposal judged under ${rubric.id} would be left unjudged`,
+        message: (written) => {
+          const floor = written(['criteria', String(index), 'min_pass']) ?? criterion.min_pass;
+          return `criterion "${criterion.name}" has a floor (min_pass ${floor}), but no judge can score it: ${panel}; ${forever}`;
+        },
         hint,
       });
     } else {
-      out.push({ path: ['criteria', String(index), 'name'], code: 'config.criterion_unscored', message: () => `criterion "${criterion.name}" is scored by no judge (${panel}), so it never counts`, hint, warning: true });
+      const message = () => `criterion "${criterion.name}" is scored by no judge (${panel}), so it never counts`;
+      out.push({ path: ['criteria', String(index), 'name'], code: 'config.criterion_unscored', message, hint, warning: true });
     }
   });
   if (scoredWeight < rubric.min_criterion_coverage - TOLERANCE) {
@@ -157,8 +165,10 @@ function checkPanel(def: PipelineDef, stage: JudgeStageDef, rubric: Rubric): Pan
     out.push({
       path: ['min_criterion_coverage'],
       code: 'config.coverage_unreachable',
-      message: (written) =>
-        `the judges can score criteria worth ${weight} of the weight, below min_criterion_coverage ${written(['min_criterion_coverage']) ?? rubric.min_criterion_coverage}: ${panel}; every proposal judged under ${rubric.id} would be left unjudged`,
+      message: (written) => {
+        const minimum = written(['min_criterion_coverage']) ?? rubric.min_criterion_coverage;
+        return `the judges can score criteria worth ${weight} of the weight, below min_criterion_coverage ${minimum}: ${panel}; ${forever}`;
+      },
       hint: 'score more of the criteria, or lower min_criterion_coverage',
     });
   }

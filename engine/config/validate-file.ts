@@ -34,7 +34,13 @@ export interface CheckOptions {
   tolerate?: (path: readonly string[]) => { drop: string[]; why: string } | undefined;
 }
 
-export function checkYamlFile<T>(file: string, text: string | { error: string } | undefined, validate: ValidateFunction, env: Env, options: CheckOptions = {}): CheckedFile<T> {
+export function checkYamlFile<T>(
+  file: string,
+  text: string | { error: string } | undefined,
+  validate: ValidateFunction,
+  env: Env,
+  options: CheckOptions = {},
+): CheckedFile<T> {
   if (text === undefined || typeof text !== 'string') {
     return { issues: [{ code: 'config.unreadable', severity: 'error', file, message: `cannot read ${file}: ${text?.error ?? 'file not found'}` }] };
   }
@@ -42,7 +48,9 @@ export function checkYamlFile<T>(file: string, text: string | { error: string } 
   if (issues.length) return { source, issues };
   const interpolation = interpolateSourceAt(source, env);
   const tolerated = interpolation.map((located) => ({ located, drop: located.unset ? options.tolerate?.(located.path) : undefined }));
-  const warnings: Issue[] = tolerated.flatMap(({ located, drop }) => (drop ? [{ ...located.issue, severity: 'warning' as const, message: `${located.issue.message} ${drop.why}` }] : []));
+  const warnings: Issue[] = tolerated.flatMap(({ located, drop }) =>
+    drop ? [{ ...located.issue, severity: 'warning' as const, message: `${located.issue.message} ${drop.why}` }] : [],
+  );
   const fatal = tolerated.filter(({ drop }) => !drop).map(({ located }) => located.issue);
   if (fatal.length) return { source, issues: [...fatal, ...warnings] };
   if (interpolation.length) {

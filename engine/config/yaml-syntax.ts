@@ -59,6 +59,8 @@ const nextContent = (lines: Line[], from: number) => {
   return undefined;
 };
 
+const TAB_HINT = 'replace the tab with spaces';
+const SAME_COLUMN = 'the keys of one map start at the same column';
 const spaces = (n: number) => (n === 0 ? 'no indentation' : `${n} space${n === 1 ? '' : 's'}`);
 const indented = (n: number) => (n === 0 ? 'not indented' : `indented ${spaces(n)}`);
 
@@ -92,7 +94,7 @@ function mixedColumns(lines: Line[], index: number): SyntaxProblem | undefined {
       line: first + 1,
       col: 1,
       code: 'config.yaml_indent',
-      message: `this line is ${indented(lines[first]!.indent)}, but line ${index + 1}, a key of the same map, is ${indented(here.indent)}: the keys of one map start at the same column`,
+      message: `this line is ${indented(lines[first]!.indent)}, but line ${index + 1}, a key of the same map, is ${indented(here.indent)}: ${SAME_COLUMN}`,
       hint: `indent line ${first + 1} like line ${index + 1} (${spaces(here.indent)}), or the other way round`,
     };
   }
@@ -146,7 +148,8 @@ function openAt(lines: Line[], offset: number): Opener | undefined {
       const before = text.slice(0, col).trimEnd();
       const valueStart = before === '' || /[:\-,[{]$/.test(before) || /^\s*-$/.test(before);
       if (char === '#' && (col === 0 || /\s/.test(text[col - 1]!))) break;
-      if ((char === '"' || char === "'") && (valueStart || stack.length > 0 && /[[{,:]\s*$/.test(text.slice(0, col)))) quote = { char, line: index + 1, col: col + 1 };
+      const quoteStarts = valueStart || (stack.length > 0 && /[[{,:]\s*$/.test(text.slice(0, col)));
+      if ((char === '"' || char === "'") && quoteStarts) quote = { char, line: index + 1, col: col + 1 };
       else if ((char === '[' || char === '{') && (valueStart || stack.length > 0)) stack.push({ char, line: index + 1, col: col + 1 });
       else if ((char === ']' || char === '}') && stack.length > 0) stack.pop();
     }
@@ -161,7 +164,8 @@ function unclosed(lines: Line[], offset: number): SyntaxProblem | undefined {
   const open = openAt(lines, offset);
   if (!open) return undefined;
   const [close, what] = CLOSERS[open.char]!;
-  return { line: open.line, col: open.col, code: 'config.yaml_unclosed', message: `the ${open.char} opened here is never closed`, hint: `end the ${what} with ${close} (on this line, or indented deeper than its key)` };
+  const hint = `end the ${what} with ${close} (on this line, or indented deeper than its key)`;
+  return { line: open.line, col: open.col, code: 'config.yaml_unclosed', message: `the ${open.char} opened here is never closed`, hint };
 }
 
 /** The one problem worth reporting for a file's syntax errors (the parser's first, in plain words when it can be told). */
@@ -177,7 +181,8 @@ export function describeSyntax(text: string, errors: readonly YAMLError[], posit
       out.push(duplicateKey(lines, at));
       continue;
     }
-    out.push(explain(lines, error, at) ?? { ...at, code: 'config.yaml_syntax', message: parserWords(error), hint: 'YAML reads its structure from indentation, quotes and brackets: check this line and the one above it' });
+    const hint = 'YAML reads its structure from indentation, quotes and brackets: check this line and the one above it';
+    out.push(explain(lines, error, at) ?? { ...at, code: 'config.yaml_syntax', message: parserWords(error), hint });
     break;
   }
   return out;
@@ -197,7 +202,8 @@ function duplicateKey(lines: Line[], at: { line: number; col: number }): SyntaxP
     }
   }
   const name = key === undefined ? 'this key' : `key ${key.startsWith('"') || key.startsWith("'") ? key : `"${key}"`}`;
-  return { ...at, code: 'config.yaml_duplicate_key', message: `${name} appears twice in the same map${first ? ` (first on line ${first})` : ''}`, hint: 'keep one of them' };
+  const message = `${name} appears twice in the same map${first ? ` (first on line ${first})` : ''}`;
+  return { ...at, code: 'config.yaml_duplicate_key', message, hint: 'keep one of them' };
 }
 
 function parserWords(error: YAMLError): string {
@@ -208,7 +214,7 @@ function explain(lines: Line[], error: YAMLError, at: { line: number; col: numbe
   const index = at.line - 1;
   switch (error.code) {
     case 'TAB_AS_INDENT':
-      return { line: at.line, col: 1, code: 'config.yaml_tab', message: 'this line is indented with a tab; YAML indents with spaces only', hint: 'replace the tab with spaces' };
+      return { line: at.line, col: 1, code: 'config.yaml_tab', message: 'this line is indented with a tab; YAML indents with spaces only', hint: TAB_HINT };
     case 'MISSING_CHAR':
       return unclosed(lines, error.pos[0]) ?? undefined;
     case 'BAD_INDENT':
@@ -219,10 +225,15 @@ function explain(lines: Line[], error: YAMLError, at: { line: number; col: numbe
       return nestedUnderValue(lines, index);
     case 'UNEXPECTED_TOKEN': {
       const char = /"([\]}])"$/.exec(error.message.split('\n')[0]!)?.[1];
-      if (char) return { ...at, code: 'config.yaml_unopened', message: `this ${char} closes nothing: no ${char === ']' ? '[' : '{'} is open here`, hint: `remove it, or open the ${char === ']' ? 'list' : 'map'} it closes` };
+      if (char) {
+        const [opener, what] = char === ']' ? ['[', 'list'] : ['{', 'map'];
+        const message = `this ${char} closes nothing: no ${opener} is open here`;
+        return { ...at, code: 'config.yaml_unopened', message, hint: `remove it, or open the ${what} it closes` };
+      }
       const first = nextContent(lines, -1);
       if (first !== undefined && first < index && lines[first]!.indent > lines[index]!.indent) {
-        return { line: first + 1, col: 1, code: 'config.yaml_indent', message: `the first key is ${indented(lines[first]!.indent)}, deeper than line ${index + 1}: the top level of a file starts at column 1`, hint: 'remove the indentation of the top-level keys' };
+        const message = `the first key is ${indented(lines[first]!.indent)}, deeper than line ${index + 1}: the top level of a file starts at column 1`;
+        return { line: first + 1, col: 1, code: 'config.yaml_indent', message, hint: 'remove the indentation of the top-level keys' };
       }
       return undefined;
     }

@@ -41,7 +41,8 @@ export function judgeRun(engine: Engine, stage: JudgeStageDef, providers: Provid
         if (follow?.failure) notes.push(`${id}: judged ${outcome.to}, but promotion failed: ${follow.failure} (the verdict stands)`);
         const why = outcome.to === failed ? whyFailed(outcome.proposal) : undefined;
         const then = follow?.promoted && promoteStage ? { stage: promoteStage.name, outcome: recordKind(promoteStage, outcome.to) } : undefined;
-        return { outcome: outcome.to, usage, ...(notes.length ? { note: notes.join('\n') } : {}), ...(why !== undefined ? { why } : {}), ...(then ? { then } : {}) };
+        const extra = { ...(notes.length ? { note: notes.join('\n') } : {}), ...(why !== undefined ? { why } : {}), ...(then ? { then } : {}) };
+        return { outcome: outcome.to, usage, ...extra };
       }
       case 'unjudged':
         return { outcome: 'unjudged', retry: true, usage, note: `could not be judged: ${id}: ${outcome.reason}` };

@@ -61,7 +61,8 @@ describe('show --history', () => {
   it('says so when a proposal has no history (a file written by hand)', async () => {
     const store = path.join(tempDir(), 'store');
     const input = proposalInput();
-    writeProposal(store, '01JBQA0000000000000000HAND', { id: '01JBQA0000000000000000HAND', artifact_id: input.artifact_id, created_at: '2026-11-01T12:00:00Z', status: 'pending', candidate: input.candidate });
+    const hand = '01JBQA0000000000000000HAND';
+    writeProposal(store, hand, { id: hand, artifact_id: input.artifact_id, created_at: '2026-11-01T12:00:00Z', status: 'pending', candidate: input.candidate });
     const ran = await runIn(['show', '01JBQA0000000000000000HAND', '--history'], { PIPELINE_STORE: store });
     expect(ran.stdout).toMatch(/\nhistory: none recorded \(the file was not written by the engine\)\n$/);
   });
@@ -148,8 +149,10 @@ describe('list', () => {
   it('shows the reason on a rejected row', async () => {
     const store = path.join(tempDir(), 'store');
     const input = proposalInput();
-    const verdict = { rubric_id: 'lesson-promotion', gate_policy: 'majority', score_threshold: 0.75, aggregate_score: 0.61, passed: false, reason: 'criterion_floor', judges: [], failed_criterion: 'generality' };
-    writeProposal(store, '01JBQA000000000000000REJCT', { id: '01JBQA000000000000000REJCT', artifact_id: input.artifact_id, created_at: '2026-11-01T12:00:00Z', status: 'rejected', candidate: input.candidate, visibility: 'org', verdict });
+    const verdict = { rubric_id: 'lesson-promotion', gate_policy: 'majority', score_threshold: 0.75, aggregate_score: 0.61, passed: false, reason: 'criterion_floor' };
+    const id = '01JBQA000000000000000REJCT';
+    const file = { id, artifact_id: input.artifact_id, created_at: '2026-11-01T12:00:00Z', status: 'rejected', candidate: input.candidate, visibility: 'org' };
+    writeProposal(store, id, { ...file, verdict: { ...verdict, judges: [], failed_criterion: 'generality' } });
     const ran = await runIn(['list', '--state', 'rejected'], { PIPELINE_STORE: store });
     expect(ran.stdout).toBe(`01JBQA000000000000000REJCT  ${String(input.candidate['claim'])}  (rejected: criterion_floor: generality)\n`);
   });

@@ -17,7 +17,14 @@ import { runIn, writeProposal } from './memory-io.js';
 /** A claim the offline judges decline for public: it names an internal host (disclosure floor). */
 const LEAKY = 'pnpm 8 on build.internal refuses lockfiles written by pnpm 7 until they are regenerated';
 
-async function judgedStore(): Promise<{ env: Record<string, string>; approved: string[]; rejected: string; run: { code: number; stdout: string; stderr: string } }> {
+interface Judged {
+  env: Record<string, string>;
+  approved: string[];
+  rejected: string;
+  run: { code: number; stdout: string; stderr: string };
+}
+
+async function judgedStore(): Promise<Judged> {
   const env = { PIPELINE_STORE: path.join(tempDir(), 'store') };
   const ids: string[] = [];
   for (const claim of [undefined, undefined, LEAKY]) {
@@ -76,8 +83,10 @@ describe('numbers in text output', () => {
   it('show prints an aggregate without float noise; --json keeps the exact number', async () => {
     const store = path.join(tempDir(), 'store');
     const input = proposalInput();
-    const verdict = { rubric_id: 'lesson-promotion', gate_policy: 'majority', score_threshold: 0.75, aggregate_score: 0.8200000000000001, passed: true, reason: 'gate_passed', judges: [] };
-    writeProposal(store, '01JBQA0000000000000000N01S', { id: '01JBQA0000000000000000N01S', artifact_id: input.artifact_id, created_at: '2026-11-01T12:00:00Z', status: 'approved', candidate: input.candidate, verdict });
+    const verdict = { rubric_id: 'lesson-promotion', gate_policy: 'majority', score_threshold: 0.75, aggregate_score: 0.8200000000000001, passed: true };
+    const id = '01JBQA0000000000000000N01S';
+    const file = { id, artifact_id: input.artifact_id, created_at: '2026-11-01T12:00:00Z', status: 'approved', candidate: input.candidate };
+    writeProposal(store, id, { ...file, verdict: { ...verdict, reason: 'gate_passed', judges: [] } });
     const text = await runIn(['show', '01JBQA0000000000000000N01S'], { PIPELINE_STORE: store });
     expect(text.stdout).toMatch(/^ {2}aggregate_score: 0\.82$/m);
     const json = await runIn(['show', '01JBQA0000000000000000N01S', '--json'], { PIPELINE_STORE: store });

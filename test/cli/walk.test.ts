@@ -61,7 +61,8 @@ async function pendingStore(count: number, overrides: Record<string, unknown> = 
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
     const t = terminal([], env);
-    await main(['propose', '-'], { ...t.io, stdin: Object.assign(PassThrough.from(JSON.stringify(proposalInput(overrides))) as unknown as PassThrough, { isTTY: false }) });
+    const stdin = PassThrough.from(JSON.stringify(proposalInput(overrides))) as unknown as PassThrough;
+    await main(['propose', '-'], { ...t.io, stdin: Object.assign(stdin, { isTTY: false }) });
     ids.push(t.out().trim());
   }
   return { env, store, ids };
@@ -118,7 +119,8 @@ describe('run review, interactively', () => {
 
   it('shows the scope as a sentence, and wraps long text at word boundaries', async () => {
     const claim = 'Vitest four moves the default hook timeout to ten seconds and reports a slow hook by its name instead of the file';
-    const { env } = await pendingStore(1, { claim, applies_to: { ...(candidate()['applies_to'] as object), stack: ['vite', 'vitest'], scope: { kind: 'versioned', versions: { vite: '<6', vitest: '>=4' } } } });
+    const scope = { kind: 'versioned', versions: { vite: '<6', vitest: '>=4' } };
+    const { env } = await pendingStore(1, { claim, applies_to: { ...(candidate()['applies_to'] as object), stack: ['vite', 'vitest'], scope } });
     const t = terminal(['q'], env, 60);
     expect(await main(['run', 'review'], t.io)).toBe(0);
     expect(t.err()).toContain('  scope           vite <6, vitest >=4\n');

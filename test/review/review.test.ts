@@ -327,7 +327,11 @@ describe('unconfirm', () => {
 });
 
 describe('unpass', () => {
-  const ledgerRows = () => readFileSync(path.join(t.storeDir, 'passed.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+  const ledgerRows = () =>
+    readFileSync(path.join(t.storeDir, 'passed.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
 
   it('returns a passed proposal to its byte-identical pre-pass file and appends {lesson_id, unpassed_at}', async () => {
     const id = await propose(t.engine);
@@ -341,7 +345,11 @@ describe('unpass', () => {
     expect(rows[0]).toMatchObject({ lesson_id: id, reason: 'by mistake' });
     expect(rows[1]).toEqual({ lesson_id: id, unpassed_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) });
     const audit = readFileSync(path.join(t.storeDir, 'events.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
-    expect(audit.map((row) => [row.event, row.from, row.to])).toEqual([['create', null, 'pending'], ['pass', 'pending', 'passed'], ['unpass', 'passed', 'pending']]);
+    expect(audit.map((row) => [row.event, row.from, row.to])).toEqual([
+      ['create', null, 'pending'],
+      ['pass', 'pending', 'passed'],
+      ['unpass', 'passed', 'pending'],
+    ]);
   });
 
   it('keeps the ledger append-only: a later pass appends a new row with its own reason', async () => {

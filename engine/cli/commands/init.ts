@@ -39,7 +39,8 @@ export async function runInit(context: Context): Promise<number> {
 function storeEntry(dir: string): string {
   try {
     const store = (parse(readFileSync(path.join(dir, 'pipeline.yaml'), 'utf8')) as { store?: unknown } | null)?.store;
-    if (typeof store === 'string' && !store.includes('$') && !path.isAbsolute(store) && !store.startsWith('..')) return path.normalize(store).replace(/\/+$/, '');
+    const inside = typeof store === 'string' && !store.includes('$') && !path.isAbsolute(store) && !store.startsWith('..');
+    if (inside) return path.normalize(store).replace(/\/+$/, '');
   } catch {
     // an unreadable copy is reported by the first command that loads it
   }

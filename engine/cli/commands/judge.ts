@@ -64,9 +64,11 @@ export function verdictFormatHelp(pipeline: Pipeline | undefined): string[] {
   const rubric = targets.map((target) => pipeline!.rubrics.get(target)).find((found) => found !== undefined);
   const seats = rubric?.judge_types ?? ['standard'];
   const scores = (rubric?.criteria ?? [{ name: 'accuracy' }]).map((criterion) => `"${criterion.name}": 0.8`).join(', ');
-  const example = seats.map((seat, index) =>
-    [`    {"judge_type": "${seat}", "score": 0.8, "passed": true,`, `     "criterion_scores": {${scores}},`, `     "feedback_summary": "one or two sentences"}${index < seats.length - 1 ? ',' : ''}`].join('\n'),
-  );
+  const example = seats.map((seat, index) => {
+    const comma = index < seats.length - 1 ? ',' : '';
+    const lines = [`    {"judge_type": "${seat}", "score": 0.8, "passed": true,`, `     "criterion_scores": {${scores}},`];
+    return [...lines, `     "feedback_summary": "one or two sentences"}${comma}`].join('\n');
+  });
   const lines = ["verdicts: a JSON array with one object per seat of the proposal's panel, e.g.", '  [', ...example, '  ]'];
   lines.push(...table(VERDICT_FIELDS.map(([field, rule]) => [field, rule] as const)));
   lines.push('Any other key is dropped. Input that is not such an array leaves the proposal unjudged (exit 2).');

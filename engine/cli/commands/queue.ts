@@ -56,7 +56,9 @@ export async function runList(context: Context): Promise<number> {
   const where = parseWhere((values['where'] as string[] | undefined) ?? [], LIST_USAGE);
   const title = titleField(pipeline);
   const grepText = values['grep'] as string | undefined;
-  if (grepText !== undefined && title === undefined) throw new UsageError('--grep searches the title field, and this pipeline declares none (title: in its review stage)', `usage: ${LIST_USAGE}`);
+  if (grepText !== undefined && title === undefined) {
+    throw new UsageError('--grep searches the title field, and this pipeline declares none (title: in its review stage)', `usage: ${LIST_USAGE}`);
+  }
   const grep = grepText !== undefined && title !== undefined ? { field: title, text: grepText } : undefined;
   const items: Stored[] = [];
   const malformed: string[] = [];
@@ -136,7 +138,8 @@ export async function runPropose(context: Context): Promise<number> {
   const source = context.parsed.positionals[0];
   // Waiting silently for a terminal to send JSON looks like a hang.
   if (source === undefined && context.io.stdin.isTTY) {
-    throw new UsageError('propose: no FILE given, and stdin is a terminal', 'give a FILE, pipe the JSON in (… | pipeline propose -), or write - to type it here and end it with Ctrl-D');
+    const hint = 'give a FILE, pipe the JSON in (… | pipeline propose -), or write - to type it here and end it with Ctrl-D';
+    throw new UsageError('propose: no FILE given, and stdin is a terminal', hint);
   }
   const engine = await context.engine();
   if (source === '-' && context.io.stdin.isTTY) context.out.note('reading the proposal as JSON from the terminal; end it with Ctrl-D');

@@ -14,7 +14,7 @@ import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
 
 const USAGE = 'usage: pipeline viz [--format html|svg|dot|mermaid|json] [--out FILE] [--serve [--port N]]';
-const FORMATS = ['html', 'svg', 'dot', 'mermaid', 'json'] as const;
+export const FORMATS = ['html', 'svg', 'dot', 'mermaid', 'json'] as const;
 type Format = (typeof FORMATS)[number];
 /** The served page's default port (0 picks a free one). */
 export const DEFAULT_PORT = 4173;
