@@ -85,7 +85,7 @@ interface Choice {
   ask?: string[];
 }
 
-/** Ask for one argument until the answer is acceptable; undefined when the walk ends instead. */
+/** Ask for one argument until the answer is acceptable; how the input ended, when it did. */
 async function askArgument(context: Context, prompter: Prompter, engine: Engine, command: ReviewCommand, arg: string): Promise<{ value?: string } | Answer> {
   const schema = command.def.args?.[arg] ?? {};
   const allowed = Array.isArray(schema['enum']) ? (schema['enum'] as unknown[]).map(String) : undefined;
@@ -169,6 +169,12 @@ export async function runReviewWalk(context: Context, engine: Engine, stage: Rev
         if (outcome.kind === 'committed') decided++;
         if (outcome.kind === 'unchanged') deferred++;
         if (outcome.kind !== 'refused') break;
+        // Refused because someone else decided it meanwhile: asking again could never succeed.
+        const again = await engine.read(id);
+        if (!again.ok || again.stored.proposal['status'] !== from) {
+          gone++;
+          break;
+        }
       }
     }
   } finally {

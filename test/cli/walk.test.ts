@@ -14,8 +14,8 @@ import { FileStore } from '../../engine/store/file-store.js';
 import { wrapWords } from '../../engine/util/wrap.js';
 import { candidate, proposalInput, ROOT, tempDir } from '../helpers.js';
 
-/** What a scripted answer can be: a line, the end of input (Ctrl-D), or Ctrl-C. */
-type Scripted = string | { end: true } | { interrupt: true };
+/** What a scripted answer can be: a line, the end of input (Ctrl-D), Ctrl-C, or a line given after something else happened. */
+type Scripted = string | { end: true } | { interrupt: true } | { after: () => Promise<unknown>; line: string };
 
 function terminal(answers: Scripted[], env: Record<string, string>, columns = 80): { io: Io; out: () => string; err: () => string } {
   const stdin = new PassThrough();
@@ -34,6 +34,7 @@ function terminal(answers: Scripted[], env: Record<string, string>, columns = 80
             setImmediate(() => {
               if (typeof next === 'string') stdin.write(`${next}\n`);
               else if ('end' in next) stdin.end();
+              else if ('after' in next) void next.after().then(() => stdin.write(`${next.line}\n`));
               else onInterrupt?.();
             });
           }
@@ -150,6 +151,17 @@ describe('run review, interactively', () => {
     expect(t.err()).toMatch(/interrupted: what was decided stays decided\n$/);
     expect(t.err()).not.toMatch(/internal error|Aborted/);
     expect((await statusOf(store, ids[1]!))['status']).toBe('pending');
+  });
+});
+
+describe('a proposal decided elsewhere during the walk', () => {
+  it('is refused once, then left: asking again could never succeed', async () => {
+    const { env, ids } = await pendingStore(1);
+    const elsewhere = () => main(['confirm', ids[0]!, '--visibility', 'org'], terminal([], env).io);
+    const t = terminal([{ after: elsewhere, line: 'c' }, 'public', ''], env);
+    expect(await main(['run', 'review'], t.io)).toBe(0);
+    expect(t.err()).toMatch(/refused: .* is already confirmed with a different visibility/);
+    expect(t.out()).toBe('review: 0 decided, 0 left for later, 0 not reached, 1 changed elsewhere meanwhile\n');
   });
 });
 
