@@ -84,10 +84,26 @@ export class Engine {
     return result.ok && !first ? { ...result, warnings: [] } : result;
   }
 
-  /** Read one proposal, refusing a malformed id before the store is touched. */
-  async read(id: string): Promise<ReadOutcome> {
-    if (!isUlid(id)) return { ok: false, outcome: refused('invalid_id', `invalid id: ${JSON.stringify(id)} is not a ULID`) };
-    const result = await this.store.read(id);
+  /**
+   * Read one proposal named by its id or, when no proposal has that id, by the source key it was
+   * made from (the pipeline's key field, SPEC §7); an argument that is not a ULID is refused
+   * before the store is touched, and an id wins over a key.
+   */
+  async read(idOrKey: string): Promise<ReadOutcome> {
+    if (!isUlid(idOrKey)) return { ok: false, outcome: refused('invalid_id', `invalid id: ${JSON.stringify(idOrKey)} is not a ULID`) };
+    let id = idOrKey;
+    let result = await this.store.read(id);
+    if (result.kind === 'missing') {
+      const owner = await this.store.keyHandled(idOrKey);
+      if (owner?.by === 'proposal') {
+        id = owner.id;
+        result = await this.store.read(id);
+      } else if (owner?.by === 'ledger') {
+        const key = this.pipeline.def.proposal.key;
+        const message = `${idOrKey}: not found — no proposal has this id, and the ${key} ${idOrKey} was declined, so no proposal was made from it`;
+        return { ok: false, outcome: refused('not_found', message, undefined, idOrKey) };
+      }
+    }
     if (result.kind === 'missing') return { ok: false, outcome: refused('not_found', `${id}: not found`, undefined, id) };
     if (result.kind === 'malformed') {
       return { ok: false, outcome: refused('malformed', `${id}: the proposal file is malformed (${result.reason}); it was left as it is`, undefined, id) };

@@ -20,13 +20,16 @@ export function secretPath(def: SecretDef, env: Env): string {
   return def.file.startsWith('~/') ? path.join(home, def.file.slice(2)) : def.file === '~' ? home : path.resolve(def.file);
 }
 
-async function create(file: string): Promise<void> {
+/** Create the secret file; false when another caller created it first. */
+async function create(file: string): Promise<boolean> {
   await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   try {
     // Durable, mode 0600 from the start, and never over a secret another process just created.
     await writeFileAtomic(file, `${randomBytes(32).toString('hex')}\n`, { exclusive: true, mode: 0o600 });
+    return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    return false;
   }
 }
 
@@ -41,7 +44,8 @@ export async function readSecret(name: string, def: SecretDef, env: Env): Promis
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return { ok: false, message: `cannot read the ${name} secret ${file}: ${(error as Error).message}` };
     if (def.generate !== 'hex64') return { ok: false, message: `the ${name} secret ${file} does not exist` };
     try {
-      await create(file);
+      // A file appearing under the person's home directory is said once, by the call that made it.
+      if (await create(file)) warnings.push(`created the ${name} secret ${file} (mode 600), once; keep it — a new one would change every value it keys`);
       text = await fs.readFile(file, 'utf8');
     } catch (createError) {
       return { ok: false, message: `cannot create the ${name} secret ${file}: ${(createError as Error).message}` };

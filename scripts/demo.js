@@ -12,14 +12,20 @@ const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const bin = path.join(root, 'bin', 'pipeline.js');
 const work = mkdtempSync(path.join(os.tmpdir(), 'pipeline-demo-'));
 const store = path.join(work, 'store');
-const env = { ...process.env, PIPELINE_STORE: store, PIPELINE_AUTHOR_SECRET_FILE: path.join(work, 'author_secret') };
+const secret = path.join(work, 'author_secret');
+const env = { ...process.env, PIPELINE_STORE: store, PIPELINE_AUTHOR_SECRET_FILE: secret };
+
+/** An argument as a POSIX shell reads it back: plain when it can be, else in single quotes. */
+function shellQuote(arg) {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
+}
 
 function pipeline(args, { show = true, allow = [0] } = {}) {
-  if (show) console.log(`\n$ pipeline ${args.join(' ')}`);
+  if (show) console.log(`\n$ npx pipeline ${args.map(shellQuote).join(' ')}`);
   const result = spawnSync(process.execPath, [bin, '--dir', root, ...args], { env, encoding: 'utf8' });
   if (show) {
     if (result.stdout) process.stdout.write(result.stdout);
-    if (result.stderr) process.stdout.write(result.stderr.replace(/^/gm, '  '));
+    if (result.stderr) process.stdout.write(result.stderr.replace(/^(?=.)/gm, '  '));
   }
   if (!allow.includes(result.status)) {
     console.error(`demo: "pipeline ${args.join(' ')}" exited ${result.status}`);
@@ -29,6 +35,8 @@ function pipeline(args, { show = true, allow = [0] } = {}) {
 }
 
 console.log(`demo store: ${store}`);
+console.log('every command below can be run again as it is shown, from this directory, after:');
+console.log(`  export PIPELINE_STORE=${shellQuote(store)} PIPELINE_AUTHOR_SECRET_FILE=${shellQuote(secret)}`);
 pipeline(['validate']);
 pipeline(['run', 'transform']);
 
@@ -54,9 +62,16 @@ const entries = readdirSync(pool).filter((name) => name.endsWith('.json'));
 console.log(`\npool entries (${entries.length}) are in ${pool}:`);
 for (const name of entries) {
   const entry = JSON.parse(readFileSync(path.join(pool, name), 'utf8'));
-  console.log(`  ${name}  [${entry.visibility}, ${entry.consensus.agreed}/${entry.consensus.judges} judges agreed]  ${entry.claim}`);
+  const jury = entry.consensus.judges === 0 ? 'no jury' : `${entry.consensus.agreed}/${entry.consensus.judges} judges agreed`;
+  console.log(`  ${name}  [${entry.visibility}, ${jury}]  ${entry.claim}`);
 }
 const declined = readFileSync(path.join(store, 'declined.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
 console.log(`\ndeclined (${declined.length}) are in ${path.join(store, 'declined.jsonl')}:`);
-for (const row of declined) console.log(`  ${row.artifact_id}  ${row.reason}${row.verdict?.failed_criterion ? ` (${row.verdict.failed_criterion})` : ''}`);
-console.log(`\nthe audit log is ${path.join(store, 'events.jsonl')}; look at the lifecycle with: pipeline --store ${store} viz --out lifecycle.html`);
+for (const row of declined) {
+  const by = row.id ? `by the jury, proposal ${row.id}` : 'by the transform, no proposal made';
+  console.log(`  ${row.artifact_id}  ${row.reason}${row.verdict?.failed_criterion ? ` (${row.verdict.failed_criterion})` : ''}  (${by})`);
+}
+const rejected = declined.find((row) => row.id);
+if (rejected) console.log(`a proposal can be named by its artifact id too: npx pipeline show ${rejected.artifact_id} --history`);
+console.log(`\nthe audit log is ${path.join(store, 'events.jsonl')}`);
+console.log(`look at the lifecycle with: npx pipeline --store ${shellQuote(store)} viz --out lifecycle.html`);

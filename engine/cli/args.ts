@@ -4,12 +4,24 @@
  * and is never taken as a positional argument or as another option's value.
  */
 import { parseArgs } from 'node:util';
+import type { Pipeline } from '../config/load.js';
 import { didYouMean } from '../util/suggest.js';
+
+/** Help text that may depend on the configuration (a default, the allowed values); a plain value when it does not. */
+export type FromConfig<T> = T | ((pipeline: Pipeline) => T);
 
 export interface OptionSpec {
   type: 'string' | 'boolean';
   multiple?: boolean;
   short?: string;
+  /** What the option does, for help. */
+  description?: string;
+  /** The value's name in help (`N`, `DIR`, `FILE`). */
+  placeholder?: string;
+  /** What applies when the option is not given, for help. */
+  default?: FromConfig<string>;
+  /** The values it accepts, when they are a closed list. */
+  allowed?: FromConfig<readonly string[]>;
 }
 
 export type OptionSpecs = Record<string, OptionSpec>;
@@ -25,10 +37,10 @@ export class UsageError extends Error {
 
 /** Options every command accepts, before or after the command name. */
 export const GLOBAL_OPTIONS: OptionSpecs = {
-  dir: { type: 'string' },
-  store: { type: 'string' },
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
+  dir: { type: 'string', placeholder: 'DIR', description: 'the pipeline directory', default: 'the nearest directory above holding pipeline.yaml' },
+  store: { type: 'string', placeholder: 'DIR', description: 'the store directory', default: 'PIPELINE_STORE, else store: in pipeline.yaml' },
+  json: { type: 'boolean', description: 'machine-readable output on stdout, never mixed with prose' },
+  help: { type: 'boolean', short: 'h', description: 'this help' },
 };
 
 export interface Parsed {
@@ -42,6 +54,8 @@ function optionToken(token: string): { name: string; inlineValue: boolean } | un
   return { name: eq < 0 ? token.slice(2) : token.slice(2, eq), inlineValue: eq >= 0 };
 }
 
+const NEGATIVE_NUMBER = /^-[0-9]/;
+
 /** Refuse unknown options and options missing their value, by name, before parseArgs sees them. */
 function precheck(tokens: readonly string[], specs: OptionSpecs): void {
   const shorts = new Map(Object.entries(specs).flatMap(([name, spec]) => (spec.short ? [[spec.short, name] as const] : [])));
@@ -54,7 +68,8 @@ function precheck(tokens: readonly string[], specs: OptionSpecs): void {
       if (!spec) throw new UsageError(`unknown option: --${option.name}`, didYouMean(option.name, Object.keys(specs))?.replace(/"(.*)"/, '"--$1"'));
       if (spec.type === 'string' && !option.inlineValue) {
         const next = tokens[i + 1];
-        if (next === undefined || (next.startsWith('-') && next !== '-')) {
+        // A negative number is a value (and refused as such by the option's own check), never a flag.
+        if (next === undefined || (next.startsWith('-') && next !== '-' && !NEGATIVE_NUMBER.test(next))) {
           if (next !== undefined && optionToken(next) && !Object.hasOwn(specs, optionToken(next)!.name)) throw new UsageError(`unknown option: --${optionToken(next)!.name}`);
           throw new UsageError(`--${option.name} needs a value`);
         }
@@ -74,8 +89,30 @@ function precheck(tokens: readonly string[], specs: OptionSpecs): void {
 export function parseCommandArgs(tokens: readonly string[], specs: OptionSpecs): Parsed {
   const all = { ...GLOBAL_OPTIONS, ...specs };
   precheck(tokens, all);
+  // parseArgs reads `--limit -1` as a missing value: hand it the value inline, as `--limit=-1`.
+  const args: string[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    const token = tokens[i]!;
+    const option = optionToken(token);
+    const next = tokens[i + 1];
+    if (option && !option.inlineValue && all[option.name]?.type === 'string' && next !== undefined && NEGATIVE_NUMBER.test(next)) {
+      args.push(`${token}=${next}`);
+      i++;
+    } else args.push(token);
+    if (token === '--') {
+      args.push(...tokens.slice(i + 1));
+      break;
+    }
+  }
+  // parseArgs is given only what it reads (its own `default` would set values).
+  const options = Object.fromEntries(
+    Object.entries(all).map(([name, spec]) => {
+      const parsing = { type: spec.type, ...(spec.multiple ? { multiple: true } : {}), ...(spec.short ? { short: spec.short } : {}) };
+      return [name, parsing];
+    }),
+  );
   try {
-    const { values, positionals } = parseArgs({ args: [...tokens], options: all as never, strict: true, allowPositionals: true });
+    const { values, positionals } = parseArgs({ args, options, strict: true, allowPositionals: true });
     return { values: values as Parsed['values'], positionals };
   } catch (error) {
     throw new UsageError((error as Error).message.split('\n')[0]!.replace(/^Option '(--\S+).*argument missing/, '$1 needs a value'));

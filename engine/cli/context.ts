@@ -61,6 +61,18 @@ export class Context {
     for (const store of this.stores.splice(0)) await store.close().catch(() => undefined);
   }
 
+  /**
+   * The engine for a read-only command. An explicit store (--store, PIPELINE_STORE) that does not
+   * exist is said so on stderr before the empty result, so a mistyped path does not pass for an
+   * empty store; the default store is simply empty until first written (SPEC §7).
+   */
+  async readEngine(): Promise<Engine> {
+    const engine = await this.engine();
+    const explicit = this.globals.store ?? this.io.env['PIPELINE_STORE'];
+    if (explicit && !(await engine.store.exists())) this.out.warn(`no store at ${engine.store.location}; nothing has been written there yet`);
+    return engine;
+  }
+
   async pipeline(): Promise<Pipeline> {
     return (await this.engine()).pipeline;
   }

@@ -1,50 +1,142 @@
-/** `pipeline help [command]` and `--version`. */
+/**
+ * `pipeline help [COMMAND]`, `COMMAND --help` and `--version`. Help is rendered from the command
+ * specs — the same data the parser uses — with the allowed values and defaults read from the
+ * configuration when it loads (states, stages, the values of a review command's arguments).
+ */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { loadPipeline } from '../config/load.js';
+import { loadPipeline, type Pipeline } from '../config/load.js';
 import { findPipelineDir } from '../config/read.js';
+import { isPipelineError } from '../errors.js';
 import { reviewCommands } from '../stages/review.js';
 import { packageRoot } from '../util/package-root.js';
-import { BUILT_INS } from './commands.js';
+import { closest, listWords } from '../util/suggest.js';
+import { wrapHanging } from '../util/wrap.js';
+import { HELP_WIDTH as WIDTH, table } from './layout.js';
+import { GLOBAL_OPTIONS, UsageError, type FromConfig, type OptionSpec } from './args.js';
+import { BUILT_INS, type CommandSpec } from './commands.js';
 import type { Io } from './io.js';
-import { specFor } from './review-commands.js';
+import { globalValue, specFor } from './review-commands.js';
+
 
 export function versionText(): string {
   const pkg = JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string };
   return `pipeline ${pkg.version}`;
 }
 
-async function pipelineCommands(io: Io) {
+/** What help can know of the pipeline: nothing when there is none, or why it did not load. */
+export interface HelpConfig {
+  pipeline?: Pipeline;
+  problem?: string;
+}
+
+/** Load the pipeline for help (never throws: help works without one). */
+export async function readHelpConfig(io: Io, argv: readonly string[]): Promise<HelpConfig> {
   try {
-    return reviewCommands(await loadPipeline(findPipelineDir(io.cwd), io.env)).map(specFor);
-  } catch {
-    return [];
+    return { pipeline: await loadPipeline(findPipelineDir(io.cwd, globalValue(argv, 'dir')), io.env) };
+  } catch (error) {
+    if (isPipelineError(error) && error.code === 'config.not_found') return {};
+    return { problem: isPipelineError(error) ? error.message : String(error) };
   }
 }
 
-export async function helpText(io: Io, command?: string): Promise<string> {
-  const review = await pipelineCommands(io);
-  if (command) {
-    const spec = [...BUILT_INS, ...review].find((candidate) => candidate.name === command);
-    if (spec) return `usage: ${spec.usage}\n\n${spec.summary}`;
+/** Every command: the built-ins, then the pipeline's review commands. */
+export function allSpecs(config: HelpConfig): CommandSpec[] {
+  return [...BUILT_INS, ...(config.pipeline ? reviewCommands(config.pipeline).map(specFor) : [])];
+}
+
+/** The spec a command line names: `pool top` before `pool`. */
+export function findSpec(specs: readonly CommandSpec[], words: readonly string[]): CommandSpec | undefined {
+  for (let n = words.length; n > 0; n--) {
+    const name = words.slice(0, n).join(' ');
+    const spec = specs.find((candidate) => candidate.name === name);
+    if (spec) return spec;
   }
-  const width = Math.max(...[...BUILT_INS, ...review].map((spec) => spec.name.length)) + 2;
-  const row = (name: string, summary: string) => `  ${name.padEnd(width)}${summary}`;
+  return undefined;
+}
+
+/** The usage error for a command nobody declares, with the closest name as a hint. */
+export function unknownCommand(name: string, specs: readonly CommandSpec[]): UsageError {
+  const names = [...specs.map((spec) => spec.name), 'help'];
+  const near = closest(name, names);
+  const hint = near ? `did you mean "${near}"? (\`pipeline help\` lists every command)` : 'run `pipeline help` for the list of commands';
+  return new UsageError(`unknown command: ${name}`, hint);
+}
+
+function resolve<T>(value: FromConfig<T> | undefined, pipeline: Pipeline | undefined): T | undefined {
+  if (typeof value !== 'function') return value;
+  return pipeline ? (value as (pipeline: Pipeline) => T)(pipeline) : undefined;
+}
+
+function optionLabel(name: string, spec: OptionSpec): string {
+  const flag = `${spec.short ? `-${spec.short}, ` : ''}--${name}`;
+  return spec.type === 'string' ? `${flag} ${spec.placeholder ?? 'VALUE'}` : flag;
+}
+
+function optionText(spec: OptionSpec, pipeline: Pipeline | undefined): string {
+  const parts = [spec.description ?? ''];
+  const fallback = spec.type === 'string' && typeof spec.default === 'function' ? 'from pipeline.yaml' : undefined;
+  const given = resolve(spec.default, pipeline) ?? fallback;
+  if (given !== undefined) parts.push(`(default: ${given})`);
+  const allowed = resolve(spec.allowed, pipeline);
+  if (allowed?.length) parts.push(`— one of ${listWords([...allowed])}`);
+  return parts.filter(Boolean).join(' ');
+}
+
+/** `help COMMAND`: usage, what it does, its arguments and options with defaults and allowed values, an example. */
+export function renderCommandHelp(spec: CommandSpec, config: HelpConfig): string {
+  const { pipeline } = config;
+  const lines = [`usage: ${spec.usage}`, '', wrapHanging(spec.summary, WIDTH, 0)];
+  if (spec.arguments?.length) {
+    lines.push('', 'arguments:');
+    const rows = spec.arguments.map((argument) => {
+      const more = pipeline && argument.more ? argument.more(pipeline) : '';
+      const given = resolve(argument.default, pipeline);
+      const allowed = resolve(argument.allowed, pipeline);
+      const text = [`${argument.description}${more}`];
+      if (given !== undefined) text.push(`(default: ${given})`);
+      if (allowed?.length) text.push(`— one of ${listWords([...allowed])}`);
+      return [argument.name, text.join(' ')] as const;
+    });
+    lines.push(...table(rows));
+  }
+  const options = Object.entries(spec.options);
+  if (options.length) {
+    lines.push('', 'options:');
+    lines.push(...table(options.map(([name, option]) => [optionLabel(name, option), optionText(option, pipeline)] as const)));
+    if (options.some(([, option]) => option.type === 'boolean')) lines.push('  (flags are off unless given)');
+  }
+  lines.push('', `global options: ${Object.entries(GLOBAL_OPTIONS).map(([name, option]) => optionLabel(name, option)).join(', ')} (see \`pipeline help\`)`);
+  const details = spec.details?.(pipeline) ?? [];
+  if (details.length) lines.push('', ...details.map((line) => (line.startsWith(' ') ? line : wrapHanging(line, WIDTH, 0))));
+  const example = resolve(spec.example, pipeline);
+  if (example !== undefined) lines.push('', 'example:', `  ${example}`);
+  if (config.problem) lines.push('', `(values from the configuration are not shown: ${config.problem}; run \`pipeline validate\`)`);
+  return lines.join('\n');
+}
+
+/** `pipeline help`: every command in one line each, the global options and the exit codes. */
+export function renderOverview(config: HelpConfig): string {
+  const review = config.pipeline ? reviewCommands(config.pipeline).map(specFor) : [];
+  const globals = Object.entries(GLOBAL_OPTIONS).map(([name, option]) => [optionLabel(name, option), optionText(option, undefined)] as const);
+  const all = table([...BUILT_INS.map((spec) => [spec.name, spec.summary] as const), ...review.map((spec) => [spec.name, spec.summary] as const), ...globals]);
+  const built = all.slice(0, BUILT_INS.length);
+  const declared = all.slice(BUILT_INS.length, BUILT_INS.length + review.length);
+  const global = all.slice(BUILT_INS.length + review.length);
   return [
     'usage: pipeline [--dir DIR] [--store DIR] [--json] <command> [options]',
     '',
     'A declarative pipeline engine: proposals move through a lifecycle declared in YAML.',
     '',
     'commands:',
-    ...BUILT_INS.map((spec) => row(spec.name, spec.summary)),
-    ...(review.length ? ['', 'review commands (stages/*.yaml):', ...review.map((spec) => row(spec.name, spec.summary))] : []),
+    ...built,
+    ...(declared.length ? ['', 'review commands (declared in the review stage):', ...declared] : []),
     '',
-    'global options:',
-    row('--dir DIR', 'the pipeline directory (default: the nearest one holding pipeline.yaml)'),
-    row('--store DIR', 'the store directory (default: PIPELINE_STORE, else pipeline.yaml store:)'),
-    row('--json', 'machine-readable output on stdout'),
+    'global options (before or after the command):',
+    ...global,
     '',
     'exit codes: 0 success, 1 refused or invalid, 2 could not be judged (retry later), 130 interrupted',
-    'run `pipeline help <command>` for its usage.',
+    'run `pipeline help <command>` (or `pipeline <command> --help`) for its options and an example.',
+    ...(config.problem ? ['', `(the review commands are not shown: ${config.problem}; run \`pipeline validate\`)`] : []),
   ].join('\n');
 }

@@ -4,12 +4,11 @@
  * judged, 130 interrupted.
  */
 import { EXIT, isPipelineError } from '../errors.js';
-import { didYouMean } from '../util/suggest.js';
 import { parseCommandArgs, splitCommand, UsageError, GLOBAL_OPTIONS } from './args.js';
 import { BUILT_INS, type CommandSpec } from './commands.js';
 import { Context, type Injected } from './context.js';
 import { processIo, Output, type Io } from './io.js';
-import { helpText, versionText } from './help.js';
+import { allSpecs, findSpec, readHelpConfig, renderCommandHelp, renderOverview, unknownCommand, versionText } from './help.js';
 import { reviewCommandSpec } from './review-commands.js';
 
 /** Run one command line; resolves to its exit code. Throws only for a bug (the binary reports it as an internal error). */
@@ -29,19 +28,27 @@ async function dispatch(argv: string[], io: Io, injected: Injected): Promise<num
         early.line(versionText());
         return EXIT.ok;
       }
-      const target = command === 'help' ? rest.find((token) => !token.startsWith('-')) : undefined;
+      const words = command === 'help' ? wordsOf(rest) : [];
       if (command === undefined && !rest.some((token) => token === '--help' || token === '-h') && rest.length > 0) {
         const unknown = rest.find((token) => token.startsWith('-') && !Object.hasOwn(GLOBAL_OPTIONS, token.replace(/^--?/, '').split('=')[0]!));
         if (unknown) throw new UsageError(`unknown option: ${unknown.split('=')[0]}`);
         throw new UsageError('no command given');
       }
-      early.line(await helpText(io, target));
+      const config = await readHelpConfig(io, argv);
+      if (words.length === 0 || (words.length === 1 && words[0] === 'help')) {
+        early.line(renderOverview(config));
+        return EXIT.ok;
+      }
+      const specs = allSpecs(config);
+      const target = findSpec(specs, words);
+      if (!target) throw unknownCommand(words.join(' '), specs);
+      early.line(renderCommandHelp(target, config));
       return EXIT.ok;
     }
     const spec: CommandSpec | undefined = BUILT_INS.find((candidate) => candidate.name === command) ?? (await reviewCommandSpec(io, argv, command));
     if (!spec) {
-      const hint = didYouMean(command, BUILT_INS.map((candidate) => candidate.name));
-      throw new UsageError(`unknown command: ${command}`, hint ?? 'run `pipeline help` for the list of commands');
+      const config = await readHelpConfig(io, argv);
+      throw unknownCommand(command, allSpecs(config));
     }
     let parsed;
     try {
@@ -51,7 +58,7 @@ async function dispatch(argv: string[], io: Io, injected: Injected): Promise<num
       throw error;
     }
     if (parsed.values['help']) {
-      early.line(await helpText(io, command));
+      early.line(renderCommandHelp(spec, await readHelpConfig(io, argv)));
       return EXIT.ok;
     }
     const [min, max] = spec.positionals;
@@ -74,6 +81,18 @@ async function dispatch(argv: string[], io: Io, injected: Injected): Promise<num
     }
   } catch (error) {
     return report(early, error);
+  }
+}
+
+/** The words after `help` (global options and their values left out): `help pool top` → [pool, top]. */
+function wordsOf(tokens: readonly string[]): string[] {
+  const words: string[] = [];
+  let rest = [...tokens];
+  for (;;) {
+    const { command, rest: after } = splitCommand(rest);
+    if (command === undefined) return words;
+    words.push(command);
+    rest = after;
   }
 }
 

@@ -6,12 +6,14 @@ import { loadPipeline } from '../config/load.js';
 import { findPipelineDir } from '../config/read.js';
 import { isPipelineError } from '../errors.js';
 import { findReviewCommand, optionName, runReviewCommand, type ReviewCommand } from '../stages/review.js';
-import type { OptionSpecs } from './args.js';
-import type { CommandSpec } from './commands.js';
+import type { OptionSpec, OptionSpecs } from './args.js';
+import { listWords } from '../util/suggest.js';
+import { EXAMPLE_ID, type CommandSpec } from './commands.js';
 import type { Io } from './io.js';
 import { printOutcome } from './print.js';
 
-function globalValue(argv: readonly string[], name: string): string | undefined {
+/** The value of a global option in a raw command line (before the command's own options are known). */
+export function globalValue(argv: readonly string[], name: string): string | undefined {
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === `--${name}`) return argv[i + 1];
     if (argv[i]!.startsWith(`--${name}=`)) return argv[i]!.slice(name.length + 3);
@@ -32,16 +34,58 @@ export function reviewUsage(command: ReviewCommand): string {
   return parts.join(' ');
 }
 
+/** An argument's help, from its JSON Schema: description, allowed values (enum), default. */
+function optionHelp(command: ReviewCommand, arg: string): OptionSpec {
+  const schema = command.def.args?.[arg] ?? {};
+  const values = Array.isArray(schema['enum']) ? (schema['enum'] as unknown[]).map(String) : undefined;
+  const required = (command.def.required ?? []).includes(arg);
+  return {
+    type: 'string',
+    placeholder: values ? arg.slice(0, 1).toUpperCase() : 'TEXT',
+    description: typeof schema['description'] === 'string' ? schema['description'] : arg.replace(/_/g, ' '),
+    default: required ? 'required' : schema['default'] !== undefined ? String(schema['default']) : 'not given',
+    ...(values ? { allowed: values } : {}),
+  };
+}
+
+/** A command line that works: the required arguments, and those with a declared example. */
+function exampleFor(command: ReviewCommand): string {
+  const parts = [`pipeline ${command.name} ${EXAMPLE_ID}`];
+  const quoted = (value: string) => (/^[A-Za-z0-9_./:@=+-]+$/.test(value) ? value : `"${value.replace(/(["\\$`])/g, '\\$1')}"`);
+  for (const [arg, schema] of Object.entries(command.def.args ?? {})) {
+    const examples = Array.isArray(schema['examples']) ? (schema['examples'] as unknown[]).map(String) : [];
+    const values = Array.isArray(schema['enum']) ? (schema['enum'] as unknown[]).map(String) : [];
+    const required = (command.def.required ?? []).includes(arg);
+    const value = examples[0] ?? (required ? (values[0] ?? 'TEXT') : undefined);
+    if (value === undefined) continue;
+    parts.push(arg === command.def.positional ? quoted(value) : `${optionName(arg)} ${quoted(value)}`);
+  }
+  return parts.join(' ');
+}
+
 export function specFor(command: ReviewCommand): CommandSpec {
   const options: OptionSpecs = {};
-  for (const arg of Object.keys(command.def.args ?? {})) if (arg !== command.def.positional) options[optionName(arg).slice(2)] = { type: 'string' };
+  for (const arg of Object.keys(command.def.args ?? {})) if (arg !== command.def.positional) options[optionName(arg).slice(2)] = optionHelp(command, arg);
+  const positional = command.def.positional;
+  const positionalHelp = positional ? optionHelp(command, positional) : undefined;
   return {
     name: command.name,
     usage: reviewUsage(command),
     summary: command.def.description ?? `the ${command.def.event} event`,
     options,
-    positionals: [1, command.def.positional ? 2 : 1],
-    positionalNames: ['<id>', command.def.positional ?? ''],
+    positionals: [1, positional ? 2 : 1],
+    positionalNames: ['<id>', positional ?? ''],
+    arguments: [
+      { name: '<id>', description: 'a proposal id (a ULID)', more: (pipeline) => `, or the ${pipeline.def.proposal.key} the proposal was made from` },
+      ...(positional && positionalHelp
+        ? [{ name: positional.toUpperCase(), description: positionalHelp.description ?? positional, default: positionalHelp.default ?? 'not given' }]
+        : []),
+    ],
+    example: exampleFor(command),
+    details: (pipeline) => {
+      const from = pipeline?.lifecycle.transitions.filter((t) => t.event === command.def.event).map((t) => t.from) ?? [];
+      return from.length ? [`It applies to ${listWords([...new Set(from)])} proposals (the ${command.def.event} event of the lifecycle).`] : [];
+    },
     async run(context) {
       const engine = await context.engine();
       const [id, positional] = context.parsed.positionals as [string, string | undefined];

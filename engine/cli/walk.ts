@@ -2,28 +2,105 @@
  * `pipeline run review`: walk the review queue on a terminal, one proposal at a time, through
  * exactly the code path of the single commands (`confirm`, `pass`, …). Without a terminal it
  * refuses and names those commands.
+ *
+ * A person answers with a key and Enter (as `git add -p` does: a pasted or mistyped line never
+ * acts on its own). A wrong answer — a key that is no choice, a value an argument does not take —
+ * is refused at once with the allowed answers and asked again. Ctrl-D quits cleanly (exit 0) and
+ * Ctrl-C stops (exit 130); both print the summary so far, and whatever was decided stays decided.
  */
-import { createInterface } from 'node:readline/promises';
+import { createInterface, type Interface } from 'node:readline/promises';
 import type { ReviewStageDef } from '../config/types.js';
 import type { Engine } from '../engine.js';
 import { EXIT } from '../errors.js';
-import { optionName, reviewCommands, runReviewCommand } from '../stages/review.js';
+import { checkArgument, optionName, reviewCommands, runReviewCommand, type ReviewCommand } from '../stages/review.js';
 import { getPath } from '../util/json-path.js';
-import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../util/nesting.js';
+import { listWords } from '../util/suggest.js';
+import { wrapHanging } from '../util/wrap.js';
 import type { Context } from './context.js';
+import { displayField } from './display.js';
 import { printOutcome } from './print.js';
 import { reviewUsage } from './review-commands.js';
 
-/** Width of a field's label column; a value's further lines are indented to it, so no value can pass for another field. */
+/** Width of a field's label column; a value's further lines are indented past it, so no value can pass for another field. */
 const LABEL_WIDTH = 16;
+const INDENT = LABEL_WIDTH + 2;
 
-/** One field's value as text (Output escapes it on the way out); a value nested too deep to print says so. */
-export function renderField(value: unknown): string {
-  if (value === undefined || value === null) return '—';
-  if (typeof value === 'string') return value.replace(/\r\n/g, '\n').replace(/\n/g, `\n${' '.repeat(LABEL_WIDTH + 2)}`);
-  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return renderField(value.join(', '));
-  if (nestsDeeperThan(value, MAX_PRINT_DEPTH)) return `(nested more than ${MAX_PRINT_DEPTH} levels deep; not shown)`;
-  return JSON.stringify(value);
+/** One field's line(s): the label, then the value wrapped at word boundaries under its column. */
+export function renderFieldLine(label: string, text: string, columns: number): string {
+  return `  ${label.padEnd(LABEL_WIDTH)}${wrapHanging(text.replace(/\r\n/g, '\n'), Math.max(columns, INDENT + 20), INDENT)}`;
+}
+
+type Answer = { kind: 'line'; text: string } | { kind: 'eof' } | { kind: 'interrupt' };
+
+/** Questions on the terminal; Ctrl-C and Ctrl-D (or a closed stdin) end them as answers, never as errors. */
+class Prompter {
+  private interrupted = false;
+  private closed = false;
+  private readonly rl: Interface;
+
+  constructor(context: Context) {
+    this.rl = createInterface({ input: context.io.stdin, output: context.io.stderr as NodeJS.WritableStream });
+    // With a listener, readline reports Ctrl-C here instead of closing as if it were Ctrl-D.
+    this.rl.on('SIGINT', () => this.interrupt());
+    this.rl.on('close', () => (this.closed = true));
+  }
+
+  interrupt(): void {
+    this.interrupted = true;
+    this.rl.close();
+  }
+
+  private ending(): Answer {
+    return this.interrupted ? { kind: 'interrupt' } : { kind: 'eof' };
+  }
+
+  /** The next line, or how the input ended. (readline leaves a pending question unsettled when it closes.) */
+  ask(question: string): Promise<Answer> {
+    if (this.closed) return Promise.resolve(this.ending());
+    return new Promise((resolve) => {
+      const onClose = () => resolve(this.ending());
+      this.rl.once('close', onClose);
+      this.rl.question(question).then(
+        (text) => {
+          this.rl.off('close', onClose);
+          resolve({ kind: 'line', text });
+        },
+        () => {
+          this.rl.off('close', onClose);
+          resolve(this.ending());
+        },
+      );
+    });
+  }
+
+  close(): void {
+    this.rl.close();
+  }
+}
+
+interface Choice {
+  key: string;
+  label?: string;
+  command: string;
+  ask?: string[];
+}
+
+/** Ask for one argument until the answer is acceptable; how the input ended, when it did. */
+async function askArgument(context: Context, prompter: Prompter, engine: Engine, command: ReviewCommand, arg: string): Promise<{ value?: string } | Answer> {
+  const schema = command.def.args?.[arg] ?? {};
+  const allowed = Array.isArray(schema['enum']) ? (schema['enum'] as unknown[]).map(String) : undefined;
+  const required = (command.def.required ?? []).includes(arg);
+  const question = `  ${optionName(arg).slice(2)}${allowed ? ` (${allowed.join('|')})` : ''}${required ? '' : ', Enter to skip'}: `;
+  for (;;) {
+    const answer = await prompter.ask(question);
+    if (answer.kind !== 'line') return answer;
+    const value = answer.text.trim() === '' ? undefined : answer.text.trim();
+    if (value === undefined && !required) return {};
+    const missing = `${arg.replace(/_/g, ' ')} is required${allowed ? `: answer ${listWords(allowed)}` : ''}`;
+    const problem = value === undefined ? missing : checkArgument(engine, command, arg, value);
+    if (problem === undefined) return { value: value! };
+    context.out.note(`  ${problem}; try again`);
+  }
 }
 
 export async function runReviewWalk(context: Context, engine: Engine, stage: ReviewStageDef): Promise<number> {
@@ -35,44 +112,81 @@ export async function runReviewWalk(context: Context, engine: Engine, stage: Rev
   const from = stage.from ?? engine.pipeline.lifecycle.initial;
   const ids: string[] = [];
   for await (const entry of engine.store.index({ status: from })) if (entry.status !== null) ids.push(entry.id);
-  const rl = createInterface({ input: context.io.stdin, output: context.io.stderr as NodeJS.WritableStream });
-  const choices = stage.walk?.choices ?? [...commands.map((command) => ({ key: command.name[0]!, label: command.name, command: command.name, ask: Object.keys(command.def.args ?? {}) })), { key: 'q', label: 'quit', command: 'quit' }];
-  const menu = choices.map((choice) => `[${choice.key}] ${choice.label ?? choice.command}`).join('  ');
+  const choices: Choice[] = stage.walk?.choices ?? [
+    ...commands.map((command) => ({ key: command.name[0]!, label: command.name, command: command.name, ask: Object.keys(command.def.args ?? {}) })),
+    { key: 'q', label: 'quit', command: 'quit' },
+  ];
+  const keys = choices.map((choice) => choice.key);
+  const menu = `${choices.map((choice) => `[${choice.key}] ${choice.label ?? choice.command}`).join('  ')}  (key, then Enter) > `;
+  // A terminal that reports no size (0, as a bare pseudo-terminal does) is taken as 80 columns.
+  const columns = (context.io.stderr as { columns?: number }).columns || 80;
+
+  const prompter = new Prompter(context);
+  const removeHandler = context.io.onInterrupt(() => prompter.interrupt());
   let decided = 0;
-  let left = 0;
+  let deferred = 0;
+  let gone = 0;
+  let ended: 'eof' | 'interrupt' | 'quit' | undefined;
   try {
     outer: for (const [index, id] of ids.entries()) {
       const read = await engine.read(id);
-      if (!read.ok || read.stored.proposal['status'] !== from) continue;
+      if (!read.ok || read.stored.proposal['status'] !== from) {
+        gone++; // decided elsewhere meanwhile
+        continue;
+      }
       context.out.heading(`${index + 1}/${ids.length}  ${id}`);
       for (const field of stage.walk?.show ?? [{ label: 'title', field: stage.title ?? 'id' }]) {
-        context.out.note(`  ${field.label.padEnd(LABEL_WIDTH)}${renderField(getPath(read.stored.proposal, field.field))}`);
+        context.out.note(renderFieldLine(field.label, displayField(getPath(read.stored.proposal, field.field), field.format), columns));
       }
       for (;;) {
-        const answer = (await rl.question(`${menu} > `)).trim().toLowerCase();
-        const choice = choices.find((candidate) => candidate.key === answer);
-        if (!choice) continue;
-        if (choice.command === 'quit') break outer;
+        const answer = await prompter.ask(menu);
+        if (answer.kind !== 'line') {
+          ended = answer.kind;
+          break outer;
+        }
+        const typed = answer.text.trim().toLowerCase();
+        const choice = choices.find((candidate) => candidate.key === typed || (candidate.label ?? candidate.command) === typed);
+        if (!choice) {
+          context.out.note(`  ${typed === '' ? 'no answer' : `"${answer.text.trim()}" is not a choice`}: answer ${listWords(keys)}, then Enter`);
+          continue;
+        }
+        if (choice.command === 'quit') {
+          ended = 'quit';
+          break outer;
+        }
         const command = commands.find((candidate) => candidate.name === choice.command)!;
         const args: Record<string, unknown> = {};
         for (const arg of choice.ask ?? []) {
-          const schema = command.def.args?.[arg] ?? {};
-          const options = Array.isArray(schema['enum']) ? ` (${(schema['enum'] as unknown[]).join('|')})` : '';
-          const required = (command.def.required ?? []).includes(arg);
-          const value = (await rl.question(`  ${optionName(arg).slice(2)}${options}${required ? '' : ', Enter to skip'}: `)).trim();
-          if (value !== '') args[arg] = value;
+          const got = await askArgument(context, prompter, engine, command, arg);
+          if ('kind' in got) {
+            ended = got.kind === 'line' ? 'eof' : got.kind;
+            break outer;
+          }
+          if (got.value !== undefined) args[arg] = got.value;
         }
         const outcome = await runReviewCommand(engine, command, id, args, 'cli');
         printOutcome(context.out, outcome);
         if (outcome.kind === 'committed') decided++;
-        if (outcome.kind === 'unchanged') left++;
+        if (outcome.kind === 'unchanged') deferred++;
         if (outcome.kind !== 'refused') break;
+        // Refused because someone else decided it meanwhile: asking again could never succeed.
+        const again = await engine.read(id);
+        if (!again.ok || again.stored.proposal['status'] !== from) {
+          gone++;
+          break;
+        }
       }
     }
   } finally {
-    rl.close();
+    removeHandler();
+    prompter.close();
   }
-  const { counts } = await engine.store.counts([from]);
-  context.out.line(`${stage.name}: ${decided} decided, ${left} left for later, ${counts[from] ?? 0} still ${from}`);
-  return EXIT.ok;
+  if (ended === 'interrupt') context.out.note('\ninterrupted: what was decided stays decided');
+  if (ended === 'eof') context.out.note('\nend of input: stopping here');
+  // Each proposal is counted once: decided, left for later, changed elsewhere, or not reached.
+  const notReached = ids.length - decided - deferred - gone;
+  const elsewhere = gone ? `, ${gone} changed elsewhere meanwhile` : '';
+  const interrupted = ended === 'interrupt' ? ' (interrupted)' : '';
+  context.out.line(`${stage.name}: ${decided} decided, ${deferred} left for later, ${notReached} not reached${elsewhere}${interrupted}`);
+  return ended === 'interrupt' ? EXIT.interrupted : EXIT.ok;
 }

@@ -11,12 +11,15 @@ import { writeFileAtomic } from '../store/files.js';
 import type { Env } from './interpolate.js';
 import type { ValidConfig } from './load.js';
 import { PIPELINE_FILE } from './read.js';
+import { isSet } from './usable.js';
 
 interface Entry {
   /** Every file the configuration was read from (relative path → sha256). */
   files: Record<string, string>;
   /** Every variable those files interpolate (→ value, or null when unset). */
   env: Record<string, string | null>;
+  /** Key variables the configuration needs set (→ whether they were): only that, never a key. */
+  keys?: Record<string, boolean>;
   config: ValidConfig;
 }
 
@@ -64,6 +67,7 @@ export function readCachedConfig(dir: string, env: Env, buildId: string | undefi
     return undefined;
   }
   for (const [name, value] of Object.entries(entry.env)) if ((env[name] ?? null) !== value) return undefined;
+  for (const [name, set] of Object.entries(entry.keys ?? {})) if (isSet(env, name) !== set) return undefined;
   for (const [relative, hash] of Object.entries(entry.files)) {
     const text = readText(dir, relative);
     if (text === undefined || sha(text) !== hash) return undefined;
@@ -85,7 +89,8 @@ export async function writeCachedConfig(dir: string, env: Env, buildId: string |
     files[relative] = sha(text);
     for (const name of variables(text)) names.add(name);
   }
-  const entry: Entry = { files, env: Object.fromEntries([...names].map((name) => [name, env[name] ?? null])), config };
+  const keys = Object.fromEntries((config.keys ?? []).map((name) => [name, isSet(env, name)]));
+  const entry: Entry = { files, env: Object.fromEntries([...names].map((name) => [name, env[name] ?? null])), keys, config };
   try {
     mkdirSync(cacheDir, { recursive: true });
     await writeFileAtomic(entryFile(cacheDir, dir, main, env, buildId), JSON.stringify(entry), { durable: false });

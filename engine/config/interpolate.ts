@@ -3,7 +3,7 @@
  * `$${` writes a literal `${`. An unset variable without a default is a positioned error.
  * Prompt templates use `{{path}}`, so the two syntaxes never collide.
  */
-import { visit, type Scalar } from 'yaml';
+import { isPair, isScalar, isSeq, visit, type Scalar } from 'yaml';
 import type { Issue } from '../errors.js';
 import type { SourceFile } from './source.js';
 
@@ -13,6 +13,8 @@ export class InterpolationError extends Error {
   constructor(
     message: string,
     readonly hint = 'set the variable, or give a default with ${NAME:-default}',
+    /** An unset variable (the environment's doing), rather than a mistake in the text. */
+    readonly unset = false,
   ) {
     super(message);
   }
@@ -36,7 +38,7 @@ export function interpolate(text: string, env: Env): string {
     }
     if (text.startsWith('${', i)) {
       const end = matchingBrace(text, i + 2);
-      if (end < 0) throw new InterpolationError(`unterminated "\${" in ${quote(text)}`, 'close it with "}", or write "$${" for a literal "${"');
+      if (end < 0) throw new InterpolationError(`the "\${" in ${quote(text)} is never closed`, 'close it with "}", or write "$${" for a literal "${"');
       out += expand(text.slice(i + 2, end), env);
       i = end + 1;
       continue;
@@ -81,32 +83,52 @@ function expand(body: string, env: Env): string {
   const value = Object.hasOwn(env, name) ? env[name] : undefined;
   if (value !== undefined && value !== '') return value;
   if (sep >= 0) return interpolate(body.slice(sep + 2), env);
-  throw new InterpolationError(`environment variable ${name} is not set`);
+  throw new InterpolationError(`environment variable ${name} is not set`, undefined, true);
 }
 
-/** Interpolate every string scalar of a parsed file in place; return the issues. */
-export function interpolateSource(source: SourceFile, env: Env): Issue[] {
-  const issues: Issue[] = [];
+/** An interpolation problem and the path of the value it is in (`providers.ollama.base_url`). */
+export interface LocatedIssue {
+  issue: Issue;
+  path: string[];
+  /** An unset variable, as opposed to a mistake in the text. */
+  unset: boolean;
+}
+
+/** The keys leading to a node, from the ancestors `visit` hands a visitor. */
+function keyPath(ancestors: readonly unknown[], node: unknown): string[] {
+  const out: string[] = [];
+  const chain = [...ancestors, node];
+  chain.forEach((item, index) => {
+    if (isPair(item) && isScalar(item.key)) out.push(String(item.key.value));
+    else if (isSeq(item)) out.push(String(item.items.indexOf(chain[index + 1] as never)));
+  });
+  return out;
+}
+
+/**
+ * Interpolate every string scalar of a parsed file in place; return each problem with its path.
+ * A value that cannot be interpolated keeps its text; the data is rebuilt only when all could.
+ */
+export function interpolateSourceAt(source: SourceFile, env: Env): LocatedIssue[] {
+  const found: LocatedIssue[] = [];
   visit(source.doc, {
-    Scalar(key, node: Scalar) {
+    Scalar(key, node: Scalar, ancestors) {
       if (key === 'key' || typeof node.value !== 'string' || !node.value.includes('$')) return;
       try {
         node.value = interpolate(node.value, env);
       } catch (error) {
         if (!(error instanceof InterpolationError)) throw error;
         const at = source.lines.linePos(node.range?.[0] ?? 0);
-        issues.push({
-          code: 'config.interpolation',
-          severity: 'error',
-          file: source.file,
-          line: at.line,
-          col: at.col,
-          message: error.message,
-          hint: error.hint,
-        });
+        const issue: Issue = { code: 'config.interpolation', severity: 'error', file: source.file, ...at, message: error.message, hint: error.hint };
+        found.push({ issue, path: keyPath(ancestors, node), unset: error.unset });
       }
     },
   });
-  if (issues.length === 0 && source.doc.errors.length === 0) source.data = source.doc.toJS({ maxAliasCount: 100 });
-  return issues;
+  if (found.length === 0 && source.doc.errors.length === 0) source.data = source.doc.toJS({ maxAliasCount: 100 });
+  return found;
+}
+
+/** Interpolate every string scalar of a parsed file in place; return the issues. */
+export function interpolateSource(source: SourceFile, env: Env): Issue[] {
+  return interpolateSourceAt(source, env).map((located) => located.issue);
 }

@@ -10,6 +10,7 @@ import { createAjv } from './ajv.js';
 import { readCachedConfig, writeCachedConfig } from './cache.js';
 import { configValidators, engineBuildId, type ConfigValidators } from './config-schemas.js';
 import { crossCheck } from './cross-check.js';
+import { checkUsable, keyVariablesInUse, unusedProviderTolerance } from './usable.js';
 import { type Env } from './interpolate.js';
 import { PIPELINE_FILE, readConfigTexts, type ConfigTexts } from './read.js';
 import { issueAt, type SourceFile } from './source.js';
@@ -147,6 +148,8 @@ export interface ValidConfig {
   schemas: NamedSchema[];
   warnings: Issue[];
   files: string[];
+  /** Key variables the stages' providers read: valid only while they are set (the cache checks them). */
+  keys?: string[];
 }
 
 /** Build the runtime pipeline from a valid configuration. */
@@ -187,11 +190,12 @@ export function buildPipeline(dir: string, texts: ConfigTexts, env: Env, validat
   const issues: Issue[] = [];
   const sources: Sources = { stages: new Map(), rubrics: new Map(), schemas: new Map() };
 
-  const main = checkYamlFile<PipelineDef>(PIPELINE_FILE, texts.get(PIPELINE_FILE), validators.pipeline, env);
-  issues.push(...main.issues);
+  const warnings: Issue[] = [];
+  const main = checkYamlFile<PipelineDef>(PIPELINE_FILE, texts.get(PIPELINE_FILE), validators.pipeline, env, { tolerate: unusedProviderTolerance(texts, env) });
+  for (const issue of main.issues) (issue.severity === 'warning' ? warnings : issues).push(issue);
   if (main.source) sources.pipeline = main.source;
   const def = main.data;
-  if (!def || typeof def.machine !== 'string') return { issues };
+  if (!def || typeof def.machine !== 'string') return { issues: [...issues, ...warnings] };
 
   const machineFile = path.normalize(def.machine);
   const machine = checkYamlFile<MachineDef>(machineFile, texts.get(machineFile), validators.machine, env);
@@ -228,11 +232,13 @@ export function buildPipeline(dir: string, texts: ConfigTexts, env: Env, validat
   const registry = new SchemaRegistry();
   const named = registerSchemas(registry, def, texts, issues, sources);
   const machineDef = machine.data;
-  const warnings: Issue[] = [];
   if (issues.some((issue) => issue.severity === 'error') || !machineDef) return { issues: [...issues, ...warnings] };
 
   const cross = crossCheck({ def, machine: machineDef, stages, rubrics, schemas: registry, sources });
   for (const issue of cross) (issue.severity === 'warning' ? warnings : issues).push(issue);
+  if (issues.length) return { issues: [...issues, ...warnings] };
+  // What validates but could never run: criteria no judge can score, keys that are not set.
+  for (const issue of checkUsable({ def, stages, rubrics, sources, env })) (issue.severity === 'warning' ? warnings : issues).push(issue);
   if (issues.length) return { issues: [...issues, ...warnings] };
 
   registerInline(registry, def, machineDef, stages, sources);
@@ -246,7 +252,8 @@ export function buildPipeline(dir: string, texts: ConfigTexts, env: Env, validat
   }
 
   const files = [PIPELINE_FILE, machineFile, ...stages.map((stage) => stage.file), ...[...sources.rubrics.values()].map((source) => source.file), ...sources.schemas.values()];
-  const config: ValidConfig = { def, machine: machineDef, stages, rubrics: [...rubrics.values()], schemas: named, warnings, files };
+  const keys = keyVariablesInUse(def, stages);
+  const config: ValidConfig = { def, machine: machineDef, stages, rubrics: [...rubrics.values()], schemas: named, warnings, files, keys };
   return { pipeline: assemblePipeline(dir, config, registry), config, issues: warnings };
 }
 

@@ -4,6 +4,7 @@
  */
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node, type Pair } from 'yaml';
 import type { Issue } from '../errors.js';
+import { describeSyntax } from './yaml-syntax.js';
 
 export interface SourceFile {
   /** Path as shown to the user (relative to the pipeline directory). */
@@ -21,18 +22,16 @@ export type JsonPointer = readonly (string | number)[];
 export function parseSource(file: string, text: string): { source: SourceFile; issues: Issue[] } {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, strict: true });
-  const issues: Issue[] = [];
-  for (const error of doc.errors) {
-    const at = lines.linePos(error.pos[0]);
-    issues.push({
-      code: 'config.yaml_syntax',
-      severity: 'error',
-      file,
-      line: at.line,
-      col: at.col,
-      message: error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, ''),
-    });
-  }
+  // The line that is wrong, in plain words, and nothing the parser said after losing its way.
+  const issues: Issue[] = describeSyntax(text, doc.errors, (offset) => lines.linePos(offset)).map((problem) => ({
+    code: problem.code,
+    severity: 'error',
+    file,
+    line: problem.line,
+    col: problem.col,
+    message: problem.message,
+    ...(problem.hint ? { hint: problem.hint } : {}),
+  }));
   const source: SourceFile = { file, text, doc, lines, data: undefined };
   if (issues.length === 0) {
     try {

@@ -101,13 +101,19 @@ export interface TransformStageDef extends StageBase {
   max_record_bytes?: number;
 }
 
+/**
+ * How the walk shows a field: a `{{path}}` template over its value, or one template per value of
+ * the field `by` names (with a `default`). Unset: the generic rules (lists `a, b`, maps `name value`).
+ */
+export type WalkFormat = string | { by: string; cases: Record<string, string>; default?: string };
+
 export interface ReviewStageDef extends StageBase {
   kind: 'review';
   title?: string;
   from?: string;
   commands: Record<string, CommandDef>;
   walk?: {
-    show?: { label: string; field: string }[];
+    show?: { label: string; field: string; format?: WalkFormat }[];
     choices?: { key: string; label?: string; command: string; ask?: string[] }[];
   };
 }

@@ -2,7 +2,7 @@
 import type { ValidateFunction } from 'ajv';
 import type { Issue } from '../errors.js';
 import { describeErrors } from './describe-errors.js';
-import { interpolateSource, type Env } from './interpolate.js';
+import { interpolateSourceAt, type Env } from './interpolate.js';
 import { issueAt, parseSource, writtenText, type SourceFile } from './source.js';
 
 export interface CheckedFile<T> {
@@ -26,17 +26,48 @@ export function schemaIssues(source: SourceFile, validate: ValidateFunction, dat
   );
 }
 
-export function checkYamlFile<T>(file: string, text: string | { error: string } | undefined, validate: ValidateFunction, env: Env): CheckedFile<T> {
+export interface CheckOptions {
+  /**
+   * Whether a value whose variable is unset may be left out instead of failing the file: the path
+   * of the part to drop (with the warning's words), or undefined when the value is needed.
+   */
+  tolerate?: (path: readonly string[]) => { drop: string[]; why: string } | undefined;
+}
+
+export function checkYamlFile<T>(
+  file: string,
+  text: string | { error: string } | undefined,
+  validate: ValidateFunction,
+  env: Env,
+  options: CheckOptions = {},
+): CheckedFile<T> {
   if (text === undefined || typeof text !== 'string') {
     return { issues: [{ code: 'config.unreadable', severity: 'error', file, message: `cannot read ${file}: ${text?.error ?? 'file not found'}` }] };
   }
   const { source, issues } = parseSource(file, text);
   if (issues.length) return { source, issues };
-  const interpolation = interpolateSource(source, env);
-  if (interpolation.length) return { source, issues: interpolation };
+  const interpolation = interpolateSourceAt(source, env);
+  const tolerated = interpolation.map((located) => ({ located, drop: located.unset ? options.tolerate?.(located.path) : undefined }));
+  const warnings: Issue[] = tolerated.flatMap(({ located, drop }) =>
+    drop ? [{ ...located.issue, severity: 'warning' as const, message: `${located.issue.message} ${drop.why}` }] : [],
+  );
+  const fatal = tolerated.filter(({ drop }) => !drop).map(({ located }) => located.issue);
+  if (fatal.length) return { source, issues: [...fatal, ...warnings] };
+  if (interpolation.length) {
+    // Every problem is in a part that may be left out: leave those parts out and go on.
+    source.data = source.doc.toJS({ maxAliasCount: 100 });
+    for (const { drop } of tolerated) if (drop) removeAt(source.data, drop.drop);
+  }
   if (source.data === null || typeof source.data !== 'object' || Array.isArray(source.data)) {
     return { source, issues: [{ code: 'config.not_a_map', severity: 'error', file, line: 1, col: 1, message: `${file} must hold a map of settings` }] };
   }
   const found = schemaIssues(source, validate, source.data);
-  return { source, data: source.data as T, issues: found };
+  return { source, data: source.data as T, issues: [...warnings, ...found] };
+}
+
+function removeAt(data: unknown, path: readonly string[]): void {
+  let node = data as Record<string, unknown> | undefined;
+  for (const key of path.slice(0, -1)) node = node && typeof node === 'object' && Object.hasOwn(node, key) ? (node[key] as Record<string, unknown>) : undefined;
+  const last = path[path.length - 1];
+  if (node && typeof node === 'object' && last !== undefined && Object.hasOwn(node, last)) delete node[last];
 }

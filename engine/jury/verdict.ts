@@ -26,6 +26,20 @@ export type VerdictCheck = { ok: true; verdict: Verdict } | { ok: false; reason:
 /** Long enough for any real summary; a hostile essay is cut here. */
 export const MAX_FEEDBACK_CHARS = 4000;
 
+/**
+ * The fields of a verdict as `checkVerdict` reads them, described for people (`judge --help`),
+ * beside the code that enforces them so the two cannot drift apart.
+ */
+export const VERDICT_FIELDS: readonly (readonly [field: string, rule: string])[] = [
+  ['judge_type', "a seat of the rubric's panel; the array holds every seat, each once"],
+  ['score', 'a number in [0, 1]'],
+  ['passed', 'true or false'],
+  ['criterion_scores', '{criterion: number in [0, 1]}; criteria the rubric does not name are dropped'],
+  ['feedback_summary', `optional text (cut at ${MAX_FEEDBACK_CHARS} characters)`],
+  ['confidence', 'optional, a number in [0, 1]'],
+  ['usage', 'optional {tokens_in, tokens_out}: whole numbers, or null when unknown'],
+];
+
 const isScore = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
 const inRange = (value: number) => value >= 0 && value <= 1;
 

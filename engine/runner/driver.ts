@@ -51,6 +51,10 @@ export interface Classified {
   /** A line for the person. */
   note?: string;
   usage?: readonly Usage[];
+  /** Why, listed under the outcome in the summary (a rejection's reason). */
+  why?: string;
+  /** What the stage's follow-up did with the unit (the promotion after a verdict): its stage and outcome. */
+  then?: { stage: string; outcome: string };
 }
 
 /** What a stage kind selected: its units (explicit, or a store query) and what it counted up front. */
@@ -114,6 +118,11 @@ function record(summary: Summary, key: string, classified: Classified | undefine
   count(summary, classified.outcome);
   if (classified.retry) summary.unjudged.push(key);
   if (classified.refused) summary.refused.push(key);
+  if (classified.why !== undefined) (summary.listed[classified.outcome] ??= []).push(`${key}  ${classified.why}`);
+  if (classified.then) {
+    summary.then ??= { stage: classified.then.stage, counts: {} };
+    summary.then.counts[classified.then.outcome] = (summary.then.counts[classified.then.outcome] ?? 0) + 1;
+  }
   if (classified.note) options.note(classified.note);
 }
 

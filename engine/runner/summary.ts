@@ -14,6 +14,10 @@ export interface Summary {
   interrupted: boolean;
   /** What the retry list is called in text (`could not be judged`, `left untouched`). */
   retryLabel: string;
+  /** Per outcome, `<key>  <why>` for the ones worth listing (a rejection and its reason). */
+  listed: Record<string, string[]>;
+  /** What a stage's follow-up did along the way (`then: promote` after each verdict): its name and counts. */
+  then?: { stage: string; counts: Record<string, number> };
 }
 
 export function emptySummary(stage: string, outcomes: readonly string[], retryLabel = 'left for a retry'): Summary {
@@ -26,6 +30,7 @@ export function emptySummary(stage: string, outcomes: readonly string[], retryLa
     tokens: { tokens_in: null, tokens_out: null },
     callsWithoutUsage: 0,
     interrupted: false,
+    listed: {},
   };
 }
 
@@ -55,6 +60,13 @@ export function summaryJson(summary: Summary): { stage: string; counts: Record<s
 export function summaryLines(summary: Summary, unjudgedLabel = summary.retryLabel): string[] {
   const counts = Object.entries(summary.counts).map(([outcome, n]) => `${n} ${outcome === 'unjudged' ? unjudgedLabel : outcome.replace(/_/g, ' ')}`);
   const lines = [`${summary.stage}: ${counts.join(', ') || 'nothing to do'}${summary.interrupted ? ' (interrupted)' : ''}`];
+  for (const [outcome, rows] of Object.entries(summary.listed)) {
+    if (rows.length) lines.push(`  ${outcome.replace(/_/g, ' ')}:`, ...[...rows].sort().map((row) => `    ${row}`));
+  }
+  if (summary.then) {
+    const counts = Object.entries(summary.then.counts).sort(([a], [b]) => a.localeCompare(b)).map(([outcome, n]) => `${n} ${outcome.replace(/_/g, ' ')}`);
+    if (counts.length) lines.push(`  then ${summary.then.stage}: ${counts.join(', ')}`);
+  }
   if (summary.unjudged.length) lines.push(`  ${unjudgedLabel} (left as they are; run again to retry): ${summary.unjudged.join(', ')}`);
   if (summary.refused.length) lines.push(`  refused: ${summary.refused.join(', ')}`);
   const { tokens_in, tokens_out } = summary.tokens;

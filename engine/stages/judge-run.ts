@@ -10,12 +10,26 @@ import type { ProviderSource } from '../providers/index.js';
 import { judgeBatchPlan, type ItemPlan } from '../runner/plan.js';
 import type { Classified, StageRun } from '../runner/driver.js';
 import { followUpOf } from './follow-up.js';
-import { checkJudgeable, judgePanel, planFor, type JudgeResult } from './judge.js';
+import { checkJudgeable, judgePanel, planFor, thenStage, type JudgeResult } from './judge.js';
+import { recordKind } from './promote.js';
+import { getPath, isObject } from '../util/json-path.js';
+import { tidyNumber } from '../util/numbers.js';
 
 export function judgeRun(engine: Engine, stage: JudgeStageDef, providers: ProviderSource): StageRun<string> {
   const targets = engine.pipeline.lifecycle.transitions.filter((t) => t.from === stage.from && (t.event === stage.events.pass || t.event === stage.events.fail));
   const outcomes = [...new Set(targets.map((t) => t.target!).filter(Boolean)), 'unjudged', 'refused'];
   const paid = Object.values(stage.judges).some((name) => providers.get(name).paid);
+  const promoteStage = thenStage(engine.pipeline, stage);
+  const failed = targets.find((t) => t.event === stage.events.fail)?.target;
+
+  /** Why a proposal was failed, for the summary: the gate's reason, the floor that failed, the aggregate. */
+  const whyFailed = (proposal: Record<string, unknown>): string | undefined => {
+    const verdict = getPath(proposal, stage.verdict ?? 'verdict');
+    if (!isObject(verdict) || typeof verdict['reason'] !== 'string') return undefined;
+    const floor = typeof verdict['failed_criterion'] === 'string' ? ` (${verdict['failed_criterion']})` : '';
+    const score = typeof verdict['aggregate_score'] === 'number' ? `, aggregate ${tidyNumber(Number(verdict['aggregate_score'].toFixed(3)))}` : '';
+    return `${verdict['reason']}${floor}${score}`;
+  };
 
   const classify = (id: string, result: JudgeResult): Classified => {
     const { outcome } = result;
@@ -25,7 +39,10 @@ export function judgeRun(engine: Engine, stage: JudgeStageDef, providers: Provid
         const follow = result.followUp;
         const notes = (follow?.warnings ?? []).map((warning) => `warning: ${warning}`);
         if (follow?.failure) notes.push(`${id}: judged ${outcome.to}, but promotion failed: ${follow.failure} (the verdict stands)`);
-        return { outcome: outcome.to, usage, ...(notes.length ? { note: notes.join('\n') } : {}) };
+        const why = outcome.to === failed ? whyFailed(outcome.proposal) : undefined;
+        const then = follow?.promoted && promoteStage ? { stage: promoteStage.name, outcome: recordKind(promoteStage, outcome.to) } : undefined;
+        const extra = { ...(notes.length ? { note: notes.join('\n') } : {}), ...(why !== undefined ? { why } : {}), ...(then ? { then } : {}) };
+        return { outcome: outcome.to, usage, ...extra };
       }
       case 'unjudged':
         return { outcome: 'unjudged', retry: true, usage, note: `could not be judged: ${id}: ${outcome.reason}` };

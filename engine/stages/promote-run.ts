@@ -6,23 +6,26 @@ import type { PromoteStageDef } from '../config/types.js';
 import type { Engine } from '../engine.js';
 import { emptyPlan } from '../runner/plan.js';
 import type { StageRun } from '../runner/driver.js';
-import { promotableStates, promote } from './promote.js';
+import { promotableStates, promote, recordKind } from './promote.js';
 
 export function promoteRun(engine: Engine, stage: PromoteStageDef): StageRun<string> {
   const states = promotableStates(stage);
   return {
-    outcomes: () => ['promoted', 'already_promoted', 'refused'],
+    // A rejection's row is `recorded`, not promoted (SPEC §5.6): the counts say which is which.
+    outcomes: () => [...new Set(states.map((status) => recordKind(stage, status)))].flatMap((kind) => [kind, `already_${kind}`]).concat('refused'),
     noun: 'judged proposal',
     retryLabel: 'left for a retry',
     async select() {
-      let stamped = 0;
+      const counted: Record<string, number> = {};
       let total = 0;
       for await (const entry of engine.store.index({ status: states })) {
         if (entry.status === null) continue;
-        if (entry.marks.includes(stage.stamp)) stamped++;
-        else total++;
+        if (entry.marks.includes(stage.stamp)) {
+          const kind = `already_${recordKind(stage, entry.status)}`;
+          counted[kind] = (counted[kind] ?? 0) + 1;
+        } else total++;
       }
-      return { units: { query: { status: states, without: stage.stamp } }, counted: { already_promoted: stamped }, total };
+      return { units: { query: { status: states, without: stage.stamp } }, counted, total };
     },
     mustPlan: (options) => options.dryRun,
     async plan(ids) {
@@ -35,11 +38,12 @@ export function promoteRun(engine: Engine, stage: PromoteStageDef): StageRun<str
       const result = await promote(engine, stage, read.stored, 'run', lease);
       const warnings = result.warnings.map((warning) => `warning: ${warning}`);
       const note = (extra?: string) => [...warnings, ...(extra ? [extra] : [])].join('\n') || undefined;
+      const kind = recordKind(stage, String(read.stored.proposal['status']));
       switch (result.outcome.kind) {
         case 'committed':
-          return { outcome: 'promoted', ...(note() ? { note: note()! } : {}) };
+          return { outcome: kind, ...(note() ? { note: note()! } : {}) };
         case 'unchanged':
-          return { outcome: 'already_promoted', ...(note() ? { note: note()! } : {}) };
+          return { outcome: `already_${kind}`, ...(note() ? { note: note()! } : {}) };
         case 'refused':
           return { outcome: 'refused', refused: true, note: note(`refused: ${result.outcome.message}`)! };
         case 'unjudged':

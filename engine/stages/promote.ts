@@ -42,6 +42,20 @@ export function promotableStates(stage: PromoteStageDef): string[] {
   return Object.keys(stage.outcomes);
 }
 
+/** The no-op answer to promoting a stamped proposal: a rejection's row is recorded, not promoted (SPEC §5.6). */
+function alreadyDone(stage: PromoteStageDef, id: string, status: string): string {
+  if (recordKind(stage, status) === 'recorded') return `${id} is ${status}: its ${stage.outcomes[status]?.append} row is already recorded; nothing changed`;
+  return `${id} is already promoted; nothing changed`;
+}
+
+/**
+ * What promoting a proposal in `status` does, in one word: an entry written to a collection is
+ * `promoted`; a row appended to a ledger (a rejection) is `recorded` — never called a promotion.
+ */
+export function recordKind(stage: PromoteStageDef, status: string): 'promoted' | 'recorded' {
+  return stage.outcomes[status]?.append !== undefined && stage.outcomes[status]?.write === undefined ? 'recorded' : 'promoted';
+}
+
 /**
  * Why the recorded decision cannot be trusted, or undefined when it can: the judge stage that
  * leads into the proposal's status must have decided it exactly as recorded.
@@ -116,7 +130,7 @@ export async function planPromotion(engine: Engine, stage: PromoteStageDef, id: 
   const warnings: string[] = [];
   if (!outcome) return { ok: false, outcome: refused('status', `${id} is ${status}; only ${listWords(promotableStates(stage))} proposals are promoted`, undefined, id), warnings };
   if (hasPath(proposal, stage.stamp)) {
-    const message = outcome.append ? `${id} is already promoted (${status}): its ${outcome.append} row is already recorded; nothing changed` : `${id} is already promoted; nothing changed`;
+    const message = alreadyDone(stage, id, status);
     return { ok: false, outcome: { kind: 'unchanged', id, event: 'promote', status, proposal, message }, warnings };
   }
   const expr = outcome.entry ?? outcome.row ?? {};
@@ -174,7 +188,8 @@ export async function promote(engine: Engine, stage: PromoteStageDef, stored: St
     // Another promoter may have stamped it meanwhile: then this is the no-op success it looks like.
     const again = await engine.store.read(id);
     if (again.kind === 'found' && hasPath(again.stored.proposal, stage.stamp)) {
-      return { outcome: { kind: 'unchanged', id, event: 'promote', status, proposal: again.stored.proposal, message: `${id} is already promoted; nothing changed` }, warnings };
+      const message = alreadyDone(stage, id, status);
+      return { outcome: { kind: 'unchanged', id, event: 'promote', status, proposal: again.stored.proposal, message }, warnings };
     }
     const current = again.kind === 'found' ? String(again.stored.proposal['status']) : 'missing';
     return { outcome: refused('changed', `${id} (now ${current}) changed while it was being promoted; nothing was written, run promote again`, undefined, id), warnings };

@@ -30,15 +30,31 @@ export function optionName(arg: string): string {
   return `--${arg.replace(/_/g, '-')}`;
 }
 
-function describeArgFinding(command: ReviewCommand, finding: Finding): string {
-  const arg = finding.code === 'schema.required' ? /"([^"]+)"/.exec(finding.message)?.[1] ?? '' : finding.path[0] ?? '';
+function argOf(finding: Finding): string {
+  return finding.code === 'schema.required' ? (/"([^"]+)"/.exec(finding.message)?.[1] ?? '') : (finding.path[0] ?? '');
+}
+
+function describeArgFinding(command: ReviewCommand, finding: Finding, naming: 'option' | 'plain' = 'option'): string {
+  const arg = argOf(finding);
   const schema = (command.def.args?.[arg] ?? {}) as Record<string, unknown>;
   const allowed = Array.isArray(schema['enum']) ? ` (${listWords((schema['enum'] as unknown[]).map(String))})` : '';
-  const name = command.def.positional === arg ? arg.toUpperCase() : optionName(arg);
+  const name = naming === 'plain' ? arg.replace(/_/g, ' ') : command.def.positional === arg ? arg.toUpperCase() : optionName(arg);
   if (finding.code === 'schema.required') return `${name} is required${allowed}`;
   if (finding.code === 'schema.enum') return `${name} must be one of ${listWords((schema['enum'] as unknown[]).map(String))}, got ${finding.message.match(/ ("[^"]*"|\S+) \(expected/)?.[1] ?? 'something else'}`;
   const message = typeof schema['message'] === 'string' ? schema['message'] : finding.message;
   return `${name}: ${message}`;
+}
+
+/**
+ * Check one argument on its own, as a person types it in the walk: the problem in plain words
+ * (`visibility must be one of private, org or public, got "everyone"`), or undefined when it is
+ * acceptable. An empty answer is a missing one.
+ */
+export function checkArgument(engine: Engine, command: ReviewCommand, arg: string, value: string | undefined): string | undefined {
+  const validate = engine.pipeline.schemas.inline(argsKey(command.stage.name, command.name));
+  if (validate(value === undefined ? {} : { [arg]: value })) return undefined;
+  const mine = describeErrors(validate.errors).filter((finding) => argOf(finding) === arg);
+  return mine.length ? mine.map((finding) => describeArgFinding(command, finding, 'plain')).join('; ') : undefined;
 }
 
 /** Run one review command on one proposal. */

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { renderField } from '../../engine/cli/walk.js';
+import { displayField } from '../../engine/cli/display.js';
 import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../../engine/util/nesting.js';
 import { tempDir } from '../helpers.js';
 import { pendingProposal, runIn, writeProposal } from './memory-io.js';
@@ -64,8 +64,9 @@ describe(`a proposal nested ${DEPTH} levels deep`, () => {
 
   it('the walk shows a field nested too deep as a note, not a crash', () => {
     const deep = JSON.parse(`${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}`) as unknown;
-    expect(renderField(deep)).toBe(`(nested more than ${MAX_PRINT_DEPTH} levels deep; not shown)`);
-    expect(renderField({ kind: 'versioned' })).toBe('{"kind":"versioned"}');
+    expect(displayField(deep)).toBe(`(nested more than ${MAX_PRINT_DEPTH} levels deep; not shown)`);
+    expect(displayField(deep, { by: 'kind', cases: { x: '{{x}}' } })).toBe(`(nested more than ${MAX_PRINT_DEPTH} levels deep; not shown)`);
+    expect(displayField({ kind: 'versioned', versions: { a: { b: 1 } } })).toBe('{"kind":"versioned","versions":{"a":{"b":1}}}');
   });
 
   it('measures depth without recursion, and stops at the limit', () => {

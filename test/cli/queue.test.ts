@@ -67,7 +67,7 @@ describe('queue commands', () => {
     const { env } = cliStore();
     const result = cli(['list', '--state', 'limbo'], { env });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/unknown state "limbo" \(expected pending, confirmed, passed, approved or rejected\)/);
+    expect(result.stderr).toMatch(/unknown state "limbo" \(expected pending, confirmed, passed, approved, rejected or all\)/);
     expect(result.stdout).toBe('');
   });
 

@@ -218,7 +218,9 @@ describe('pipeline run and pipeline init', () => {
     const target = path.join(tempDir(), 'lessons');
     const init = cli(['init', target]);
     expect(init.code).toBe(0);
-    expect(readdirSync(target).sort()).toEqual(['examples', 'machines', 'pipeline.yaml', 'rubrics', 'schemas', 'stages']);
+    expect(readdirSync(target).sort()).toEqual(['.gitignore', 'examples', 'machines', 'pipeline.yaml', 'rubrics', 'schemas', 'stages']);
+    // the store is data: kept out of version control from the start
+    expect(readFileSync(path.join(target, '.gitignore'), 'utf8')).toMatch(/^\/\.pipeline\/$/m);
     expect(cli(['init', target]).code).toBe(1);
     const file = path.join(tempDir(), 'a-file');
     writeFileSync(file, 'x');

@@ -9,17 +9,20 @@ import { runIn } from './memory-io.js';
 describe('viz --out', () => {
   it('into a directory that does not exist: "no such directory", exit 1, no temp name', async () => {
     const missing = path.join(tempDir(), 'nonexistent', 'x.html');
-    const viz = await runIn(['viz', '--out', missing], { PIPELINE_STORE: path.join(tempDir(), 'store') });
+    const store = path.join(tempDir(), 'store');
+    const viz = await runIn(['viz', '--out', missing], { PIPELINE_STORE: store });
     expect(viz.code).toBe(1);
-    expect(viz.stderr).toBe(`error: cannot write ${missing}: no such directory\n`);
+    // (the store was never written: that is said first, as for every read-only command)
+    expect(viz.stderr).toBe(`warning: no store at ${store}; nothing has been written there yet\nerror: cannot write ${missing}: no such directory\n`);
   });
 
   it('onto a directory: "it is a directory", no temp name', async () => {
     const dir = path.join(tempDir(), 'taken');
     mkdirSync(dir);
-    const viz = await runIn(['viz', '--format', 'svg', '--out', dir], { PIPELINE_STORE: path.join(tempDir(), 'store') });
+    const store = tempDir();
+    const viz = await runIn(['viz', '--format', 'svg', '--out', dir], { PIPELINE_STORE: store });
     expect(viz.code).toBe(1);
-    expect(viz.stderr).toBe(`error: cannot write ${dir}: it is a directory\n`);
+    expect(viz.stderr).toBe(`warning: no store at ${store}; nothing has been written there yet\nerror: cannot write ${dir}: it is a directory\n`);
   });
 
   it('words a system error by its code, never by its message (which names the temp file)', () => {

@@ -117,6 +117,7 @@ describe('pipeline viz in Chromium', () => {
       'pass → passed',
       'defer accepted, changes nothing',
       'unconfirm accepted, changes nothing',
+      'unpass accepted, changes nothing',
     ]);
     await page.locator('#counts tr[data-state="approved"]').click();
     expect(await panel.locator('.empty').allTextContents()).toEqual(['No proposals in this state.', 'No event leaves this state.']);

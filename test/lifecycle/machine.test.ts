@@ -25,6 +25,7 @@ const EVENTS = [
   { type: 'pass', args: { reason: 'not mine' } },
   { type: 'defer', args: {} },
   { type: 'unconfirm', args: {} },
+  { type: 'unpass', args: {} },
   { type: 'approve', args: { verdict: verdict(true) } },
   { type: 'reject', args: { verdict: verdict(false) } },
 ];
@@ -46,13 +47,13 @@ function replay(events: readonly { type: string; args: Record<string, unknown> }
 }
 
 describe('the machine built from YAML', () => {
-  it('has the states of §5.1 in order, pending initial, passed/approved/rejected terminal', () => {
+  it('has the states of §5.1 in order, pending initial, approved/rejected terminal (passed can be taken back)', () => {
     const { lifecycle } = pipeline;
     expect(lifecycle.states).toEqual(['pending', 'confirmed', 'passed', 'approved', 'rejected']);
     expect(lifecycle.initial).toBe('pending');
-    expect([...lifecycle.terminal].sort()).toEqual(['approved', 'passed', 'rejected']);
+    expect([...lifecycle.terminal].sort()).toEqual(['approved', 'rejected']);
     expect(lifecycle.machine.id).toBe('lesson');
-    expect(lifecycle.events.sort()).toEqual(['approve', 'confirm', 'defer', 'pass', 'reject', 'unconfirm']);
+    expect(lifecycle.events.sort()).toEqual(['approve', 'confirm', 'defer', 'pass', 'reject', 'unconfirm', 'unpass']);
   });
 
   it('reaches every state by a shortest path of xstate/graph, and the engine agrees step by step', () => {

@@ -326,6 +326,56 @@ describe('unconfirm', () => {
   });
 });
 
+describe('unpass', () => {
+  const ledgerRows = () =>
+    readFileSync(path.join(t.storeDir, 'passed.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+  it('returns a passed proposal to its byte-identical pre-pass file and appends {lesson_id, unpassed_at}', async () => {
+    const id = await propose(t.engine);
+    const before = readFileSync(file(id));
+    await review('pass', id, { reason: 'by mistake' });
+    const outcome = await review('unpass', id);
+    expect(outcome).toMatchObject({ kind: 'committed', from: 'passed', to: 'pending' });
+    expect(readFileSync(file(id)).equals(before)).toBe(true);
+    const rows = ledgerRows();
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toMatchObject({ lesson_id: id, reason: 'by mistake' });
+    expect(rows[1]).toEqual({ lesson_id: id, unpassed_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) });
+    const audit = readFileSync(path.join(t.storeDir, 'events.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    expect(audit.map((row) => [row.event, row.from, row.to])).toEqual([
+      ['create', null, 'pending'],
+      ['pass', 'pending', 'passed'],
+      ['unpass', 'passed', 'pending'],
+    ]);
+  });
+
+  it('keeps the ledger append-only: a later pass appends a new row with its own reason', async () => {
+    const id = await propose(t.engine);
+    await review('pass', id, { reason: 'first' });
+    await review('unpass', id);
+    expect(await review('pass', id, { reason: 'second' })).toMatchObject({ kind: 'committed', to: 'passed' });
+    expect(ledgerRows().map((row) => row['reason'] ?? 'unpassed')).toEqual(['first', 'unpassed', 'second']);
+  });
+
+  it('succeeds on a pending proposal and writes nothing', async () => {
+    const id = await propose(t.engine);
+    const before = snapshot(id);
+    const outcome = await review('unpass', id);
+    expect(outcome).toMatchObject({ kind: 'unchanged', status: 'pending' });
+    expect(snapshot(id)).toEqual(before);
+  });
+
+  it.each(['confirmed', 'approved', 'rejected'])('refuses a %s proposal, naming the status', async (status) => {
+    const id = await propose(t.engine);
+    await review('confirm', id, { visibility: 'org' });
+    if (status !== 'confirmed') setStatus(id, status);
+    await expectRefused(() => review('unpass', id), id, new RegExp(`${id} is ${status}; unpass applies only to pending or passed proposals`));
+  });
+});
+
 describe('no model is ever called', () => {
   it('has no provider on any review command path', async () => {
     // The review stage declares no provider, and the review module does not import providers.

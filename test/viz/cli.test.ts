@@ -56,7 +56,8 @@ describe('pipeline viz', () => {
     const dir = tempDir();
     const store = tempDir();
     const result = await runInProcess(['--dir', ROOT, 'viz', '--format', 'dot', '--out', 'graph.dot', '--store', store], captureIo(dir));
-    expect(result).toEqual({ code: 0, stdout: '', stderr: 'wrote graph.dot (dot)\n' });
+    // (an explicit store nothing was written to is said first, as for every read-only command)
+    expect(result).toEqual({ code: 0, stdout: '', stderr: `warning: no store at ${store}; nothing has been written there yet\nwrote graph.dot (dot)\n` });
     expect(readFileSync(path.join(dir, 'graph.dot'), 'utf8')).toBe((await runInProcess(['viz', '--format', 'dot', '--store', store])).stdout);
     expect(readdirSync(dir)).toEqual(['graph.dot']);
   });
@@ -64,7 +65,7 @@ describe('pipeline viz', () => {
   it('refuses an --out it cannot write', async () => {
     const result = await runInProcess(['viz', '--out', path.join(tempDir(), 'missing', 'x.html'), '--store', tempDir()]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^error: cannot write .*x\.html: no such directory\n/);
+    expect(result.stderr).toMatch(/^warning: no store at .*\nerror: cannot write .*x\.html: no such directory\n/);
   });
 
   it('renders any pipeline: the editorial one, with its own store', async () => {
@@ -110,9 +111,11 @@ describe('pipeline viz', () => {
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as { port: number }).port;
     try {
-      const result = await runInProcess(['viz', '--serve', '--port', String(port), '--store', tempDir()]);
+      const store = tempDir();
+      const result = await runInProcess(['viz', '--serve', '--port', String(port), '--store', store]);
       expect(result.code).toBe(1);
-      expect(result.stderr).toBe(`error: cannot listen on 127.0.0.1:${port}: the port is in use\n  hint: --port 0 picks a free port\n`);
+      const missing = `warning: no store at ${store}; nothing has been written there yet\n`;
+      expect(result.stderr).toBe(`${missing}error: cannot listen on 127.0.0.1:${port}: the port is in use\n  hint: --port 0 picks a free port\n`);
     } finally {
       blocker.close();
     }

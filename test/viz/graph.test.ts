@@ -18,7 +18,7 @@ describe('the graph model', () => {
       states: [
         { id: 'pending', initial: true, terminal: false, description: 'Written by the transform; nobody has looked at it yet.', tags: ['review'], count: 0 },
         { id: 'confirmed', initial: false, terminal: false, description: 'Confirmed with a visibility; waiting for the jury.', tags: ['judge'], count: 0 },
-        { id: 'passed', initial: false, terminal: true, description: 'A person declined to share it. The file stays so the artifact is never proposed again.', tags: ['terminal'], count: 0 },
+        { id: 'passed', initial: false, terminal: false, description: 'A person declined to share it. The file stays so the artifact is never proposed again.', tags: [], count: 0 },
         { id: 'approved', initial: false, terminal: true, description: 'Approved by the jury; promote writes its pool entry.', tags: ['terminal', 'promote'], count: 0 },
         { id: 'rejected', initial: false, terminal: true, description: 'Rejected by the jury; promote records it in declined.jsonl.', tags: ['terminal', 'promote'], count: 0 },
       ],
@@ -28,6 +28,7 @@ describe('the graph model', () => {
         { from: 'confirmed', to: 'pending', event: 'unconfirm', guard: null, message: null },
         { from: 'confirmed', to: 'approved', event: 'approve', guard: null, message: null },
         { from: 'confirmed', to: 'rejected', event: 'reject', guard: null, message: null },
+        { from: 'passed', to: 'pending', event: 'unpass', guard: null, message: null },
       ],
     });
   });
@@ -59,7 +60,7 @@ describe('the graph model', () => {
 
   it('keeps idempotent repeats out of the json transitions, but in the model', async () => {
     const graph = buildGraph((await shippedPipeline()).lifecycle);
-    expect(graph.repeats.map((r) => `${r.state}:${r.event}`)).toEqual(['pending:defer', 'pending:unconfirm', 'confirmed:confirm', 'passed:pass']);
+    expect(graph.repeats.map((r) => `${r.state}:${r.event}`)).toEqual(['pending:defer', 'pending:unconfirm', 'pending:unpass', 'confirmed:confirm', 'passed:pass']);
     expect(toJson(graph).transitions.some((t) => t.from === t.to)).toBe(false);
     for (const t of toJson(graph).transitions) expect(Object.keys(t)).toEqual(['from', 'to', 'event', 'guard', 'message']);
     for (const s of toJson(graph).states) expect(Object.keys(s)).toEqual(['id', 'initial', 'terminal', 'description', 'tags', 'count']);

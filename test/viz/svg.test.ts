@@ -52,7 +52,7 @@ describe('svg', () => {
   it('lists the events a state repeats inside its box', async () => {
     const [[, shipped]] = (await graphs()) as [[string, VizGraph]];
     const svg = renderSvg(shipped);
-    expect(svg).toContain('\u21ba defer, unconfirm</text>');
+    expect(svg).toContain('\u21ba defer, unconfirm, unpass</text>');
     expect(svg).toContain('\u21ba confirm</text>');
     expect(svg).toContain('\u21ba pass</text>');
   });

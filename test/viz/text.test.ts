@@ -24,7 +24,7 @@ describe('dot', () => {
         "__initial" [shape=point, width=0.15, label=""];
         "pending" [label="pending (3)\\ntags: review", tooltip="Written by the transform; nobody has looked at it yet."];
         "confirmed" [label="confirmed (1)\\ntags: judge", tooltip="Confirmed with a visibility; waiting for the jury."];
-        "passed" [label="passed (0)\\ntags: terminal", peripheries=2, tooltip="A person declined to share it. The file stays so the artifact is never proposed again."];
+        "passed" [label="passed (0)", tooltip="A person declined to share it. The file stays so the artifact is never proposed again."];
         "approved" [label="approved (0)\\ntags: terminal, promote", peripheries=2, tooltip="Approved by the jury; promote writes its pool entry."];
         "rejected" [label="rejected (0)\\ntags: terminal, promote", peripheries=2, tooltip="Rejected by the jury; promote records it in declined.jsonl."];
         "__initial" -> "pending";
@@ -33,7 +33,8 @@ describe('dot', () => {
         "confirmed" -> "pending" [label="unconfirm"];
         "confirmed" -> "approved" [label="approve"];
         "confirmed" -> "rejected" [label="reject"];
-        "pending" -> "pending" [label="defer, unconfirm (no change)", style=dashed];
+        "passed" -> "pending" [label="unpass"];
+        "pending" -> "pending" [label="defer, unconfirm, unpass (no change)", style=dashed];
         "confirmed" -> "confirmed" [label="confirm (no change)", style=dashed];
         "passed" -> "passed" [label="pass (no change)", style=dashed];
       }
@@ -88,7 +89,6 @@ describe('mermaid', () => {
         confirmed : tags: judge
         state "passed (0)" as passed
         passed : A person declined to share it. The file stays so the artifact is never proposed again.
-        passed : tags: terminal
         state "approved (0)" as approved
         approved : Approved by the jury#59; promote writes its pool entry.
         approved : tags: terminal, promote
@@ -101,14 +101,14 @@ describe('mermaid', () => {
         confirmed --> pending : unconfirm
         confirmed --> approved : approve
         confirmed --> rejected : reject
-        pending --> pending : defer, unconfirm (no change)
+        passed --> pending : unpass
+        pending --> pending : defer, unconfirm, unpass (no change)
         confirmed --> confirmed : confirm (no change)
         passed --> passed : pass (no change)
-        passed --> [*]
         approved --> [*]
         rejected --> [*]
         classDef terminal stroke-width:3px
-        class passed, approved, rejected terminal
+        class approved, rejected terminal
       "
     `);
   });

@@ -1,6 +1,7 @@
 /** `pipeline init [DIR]`: a working copy of the shipped pipeline in a new (or empty) directory. */
-import { cpSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { parse } from 'yaml';
 import { EXIT } from '../../errors.js';
 import { packageRoot } from '../../util/package-root.js';
 import type { Context } from '../context.js';
@@ -24,10 +25,24 @@ export async function runInit(context: Context): Promise<number> {
     const from = path.join(root, entry);
     if (existsSync(from)) cpSync(from, path.join(target, entry), { recursive: true });
   }
-  if (context.json) context.out.data({ dir: target, files: SCAFFOLD });
+  // The store is data, not configuration: keep it out of version control from the start.
+  writeFileSync(path.join(target, '.gitignore'), `# the store: proposals, ledgers, the audit log (data, not configuration)\n/${storeEntry(target)}/\n`);
+  if (context.json) context.out.data({ dir: target, files: [...SCAFFOLD, '.gitignore'] });
   else {
     context.out.line(target);
     context.out.note(`created a copy of the shipped pipeline in ${target}\nnext: cd ${path.relative(context.io.cwd, target) || '.'} && pipeline validate && pipeline run transform`);
   }
   return EXIT.ok;
+}
+
+/** The store directory pipeline.yaml names, relative to it (the default when it names another place). */
+function storeEntry(dir: string): string {
+  try {
+    const store = (parse(readFileSync(path.join(dir, 'pipeline.yaml'), 'utf8')) as { store?: unknown } | null)?.store;
+    const inside = typeof store === 'string' && !store.includes('$') && !path.isAbsolute(store) && !store.startsWith('..');
+    if (inside) return path.normalize(store).replace(/\/+$/, '');
+  } catch {
+    // an unreadable copy is reported by the first command that loads it
+  }
+  return '.pipeline';
 }

@@ -5,9 +5,13 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { Pipeline } from '../../config/load.js';
 import { EXIT } from '../../errors.js';
+import { VERDICT_FIELDS } from '../../jury/verdict.js';
+import { table } from '../layout.js';
 import { followUpOf } from '../../stages/follow-up.js';
-import { judgeWithVerdicts } from '../../stages/judge.js';
+import { judgeWithVerdicts, thenStage } from '../../stages/judge.js';
+import { recordKind } from '../../stages/promote.js';
 import { UsageError } from '../args.js';
 import { stageFor } from '../stage-for.js';
 import type { Context } from '../context.js';
@@ -40,8 +44,44 @@ export async function runJudge(context: Context): Promise<number> {
   const { outcome, verdict, followUp } = await judgeWithVerdicts(engine, stage, read.stored, input, { actor: 'cli', ...(then ? { then } : {}) });
   if (outcome.kind !== 'committed') return printOutcome(context.out, outcome);
   if (context.json) context.out.data(outcome.proposal);
-  else context.out.line(`${outcome.id} ${outcome.from} → ${outcome.to} (${verdict?.reason ?? ''}${typeof verdict?.aggregate_score === 'number' ? `, aggregate ${verdict.aggregate_score.toFixed(3)}` : ''})`);
+  else {
+    const floor = verdict?.failed_criterion ? `: ${verdict.failed_criterion}` : '';
+    const score = typeof verdict?.aggregate_score === 'number' ? `, aggregate ${verdict.aggregate_score.toFixed(3)}` : '';
+    const promoteStage = followUp?.promoted ? thenStage(engine.pipeline, stage) : undefined;
+    const then = promoteStage ? `; ${recordKind(promoteStage, outcome.to)} at once (${promoteStage.name})` : '';
+    context.out.line(`${outcome.id} ${outcome.from} → ${outcome.to} (${verdict?.reason ?? ''}${floor}${score})${then}`);
+  }
   for (const warning of followUp?.warnings ?? []) context.out.warn(warning);
   if (followUp?.failure) context.out.warn(`${outcome.id} was judged ${outcome.to}, but promotion failed: ${followUp.failure} (the verdict stands; run \`pipeline promote ${outcome.id}\` again)`);
   return EXIT.ok;
+}
+
+/**
+ * The verdict format for `judge --help`: the field rules `checkVerdict` enforces, an example built
+ * from a rubric of the configuration, and which rubric each proposal gets.
+ */
+export function verdictFormatHelp(pipeline: Pipeline | undefined): string[] {
+  const stage = pipeline?.stages.find((candidate) => candidate.kind === 'judge');
+  const targets = stage?.kind === 'judge' ? Object.values(stage.rubric.map).filter((target): target is string => typeof target === 'string') : [];
+  const rubric = targets.map((target) => pipeline!.rubrics.get(target)).find((found) => found !== undefined);
+  const seats = rubric?.judge_types ?? ['standard'];
+  const scores = (rubric?.criteria ?? [{ name: 'accuracy' }]).map((criterion) => `"${criterion.name}": 0.8`).join(', ');
+  const example = seats.map((seat, index) => {
+    const comma = index < seats.length - 1 ? ',' : '';
+    const lines = [`    {"judge_type": "${seat}", "score": 0.8, "passed": true,`, `     "criterion_scores": {${scores}},`];
+    return [...lines, `     "feedback_summary": "one or two sentences"}${comma}`].join('\n');
+  });
+  const lines = ["verdicts: a JSON array with one object per seat of the proposal's panel, e.g.", '  [', ...example, '  ]'];
+  lines.push(...table(VERDICT_FIELDS.map(([field, rule]) => [field, rule] as const)));
+  lines.push('Any other key is dropped. Input that is not such an array leaves the proposal unjudged (exit 2).');
+  if (stage?.kind === 'judge') {
+    const rows = Object.entries(stage.rubric.map).map(([value, target]) => {
+      if (typeof target !== 'string') return [value, `no jury (${target.none}): judged at once, no verdicts needed`] as const;
+      const found = pipeline!.rubrics.get(target);
+      const floors = found?.criteria.map((criterion) => (criterion.min_pass === undefined ? criterion.name : `${criterion.name}≥${criterion.min_pass}`)) ?? [];
+      return [value, `${target}: panel ${found?.judge_types.join(', ') ?? '?'}; criteria ${floors.join(', ')}`] as const;
+    });
+    lines.push('', `the rubric, by ${stage.rubric.by}:`, ...table(rows));
+  }
+  return lines;
 }

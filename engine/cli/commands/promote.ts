@@ -1,6 +1,6 @@
 /** `pipeline promote <id>`: write a judged proposal's terminal record, then stamp it. */
 import { EXIT } from '../../errors.js';
-import { promote } from '../../stages/promote.js';
+import { promote, recordKind } from '../../stages/promote.js';
 import type { Context } from '../context.js';
 import { printOutcome } from '../print.js';
 import { stageFor } from '../stage-for.js';
@@ -15,7 +15,9 @@ export async function runPromote(context: Context): Promise<number> {
   const result = await promote(engine, stage, read.stored, 'cli');
   for (const warning of result.warnings) context.out.warn(warning);
   if (result.outcome.kind === 'committed' && !context.json) {
-    context.out.line(`${result.outcome.id} promoted (${result.outcome.to})`);
+    const { id, to } = result.outcome;
+    const outcome = stage.outcomes[to];
+    context.out.line(recordKind(stage, to) === 'recorded' ? `${id} recorded (${to}): a row in ${outcome?.append}` : `${id} promoted (${to})`);
     return EXIT.ok;
   }
   return printOutcome(context.out, result.outcome);

@@ -3,12 +3,14 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { EXIT } from '../../errors.js';
-import type { Stored } from '../../store/types.js';
+import type { AuditRow, Stored } from '../../store/types.js';
 import { getPath } from '../../util/json-path.js';
 import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../../util/nesting.js';
-import { listWords } from '../../util/suggest.js';
+import { tidyNumbers } from '../../util/numbers.js';
+import { didYouMean, listWords } from '../../util/suggest.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
+import { matches, parseWhere, rowSuffix, titleField } from '../list-filter.js';
 import { printOutcome } from '../print.js';
 
 function reportMalformed(context: Context, ids: readonly string[]): void {
@@ -22,7 +24,7 @@ function reportTooDeep(context: Context, ids: readonly string[]): void {
 }
 
 export async function runStatus(context: Context): Promise<number> {
-  const engine = await context.engine();
+  const engine = await context.readEngine();
   const states = engine.pipeline.lifecycle.states;
   const { counts, malformed, unknown } = await engine.store.counts(states);
   reportMalformed(context, malformed);
@@ -37,21 +39,33 @@ export async function runStatus(context: Context): Promise<number> {
   return EXIT.ok;
 }
 
-/** The field `list` shows as a proposal's title (the review stage's `title`). */
-function titleField(stages: { kind: string; title?: string }[]): string | undefined {
-  return stages.find((stage) => stage.kind === 'review' && stage.title)?.title;
-}
+const LIST_USAGE = 'pipeline list [--state S|all] [--where FIELD=VALUE …] [--grep TEXT] [--json]';
 
 export async function runList(context: Context): Promise<number> {
-  const engine = await context.engine();
-  const { states, initial } = engine.pipeline.lifecycle;
-  const state = (context.parsed.values['state'] as string | undefined) ?? initial;
-  if (!states.includes(state)) throw new UsageError(`unknown state "${state}" (expected ${listWords(states)})`, 'usage: pipeline list [--state S] [--json]');
+  const engine = await context.readEngine();
+  const { pipeline } = engine;
+  const { states, initial } = pipeline.lifecycle;
+  const { values } = context.parsed;
+  const state = (values['state'] as string | undefined) ?? initial;
+  // `all` means every state, unless the lifecycle has a state of that name.
+  const every = state === 'all' && !states.includes('all');
+  if (!every && !states.includes(state)) {
+    const hint = didYouMean(state, [...states, 'all']);
+    throw new UsageError(`unknown state "${state}" (expected ${listWords([...states, 'all'])})${hint ? `; ${hint}` : ''}`, `usage: ${LIST_USAGE}`);
+  }
+  const where = parseWhere((values['where'] as string[] | undefined) ?? [], LIST_USAGE);
+  const title = titleField(pipeline);
+  const grepText = values['grep'] as string | undefined;
+  if (grepText !== undefined && title === undefined) {
+    throw new UsageError('--grep searches the title field, and this pipeline declares none (title: in its review stage)', `usage: ${LIST_USAGE}`);
+  }
+  const grep = grepText !== undefined && title !== undefined ? { field: title, text: grepText } : undefined;
   const items: Stored[] = [];
   const malformed: string[] = [];
-  for await (const listed of engine.store.list({ status: state })) {
-    if (listed.kind === 'found') items.push(listed.stored);
-    else malformed.push(listed.id);
+  for await (const listed of engine.store.list(every ? {} : { status: state })) {
+    if (listed.kind === 'found') {
+      if (matches(listed.stored.proposal, where, grep)) items.push(listed.stored);
+    } else malformed.push(listed.id);
   }
   reportMalformed(context, malformed);
   if (context.json) {
@@ -59,26 +73,43 @@ export async function runList(context: Context): Promise<number> {
     reportTooDeep(context, left.map((index) => items[index]!.id));
     return EXIT.ok;
   }
-  const field = titleField(engine.pipeline.stages as { kind: string; title?: string }[]);
   for (const item of items) {
-    const title = field ? getPath(item.proposal, field) : undefined;
-    context.out.line(`${item.id}  ${typeof title === 'string' ? title.replace(/\s+/g, ' ') : ''}`.trimEnd());
+    const text = title ? getPath(item.proposal, title) : undefined;
+    const suffix = rowSuffix(pipeline, item.proposal, every);
+    context.out.line(`${item.id}  ${typeof text === 'string' ? text.replace(/\s+/g, ' ') : ''}${suffix ? `  ${suffix}` : ''}`.trimEnd());
   }
   return EXIT.ok;
 }
 
+/** One audit row as a line: when, what, from → to, by whom, with its arguments. */
+function historyLine(row: AuditRow): string {
+  const args = row.args ? `  ${JSON.stringify(row.args)}` : '';
+  const repaired = row.repaired ? `  (added at ${row.repaired_at ?? '?'} to finish an interrupted commit)` : '';
+  return `  ${row.at}  ${row.event}  ${row.from ?? '—'} → ${row.to}  (${row.stage}, ${row.actor})${args}${repaired}`;
+}
+
 export async function runShow(context: Context): Promise<number> {
-  const engine = await context.engine();
-  const id = context.parsed.positionals[0]!;
-  const read = await engine.read(id);
+  const engine = await context.readEngine();
+  const read = await engine.read(context.parsed.positionals[0]!);
   if (!read.ok) return printOutcome(context.out, read.outcome);
-  const { proposal } = read.stored;
+  const { id, proposal } = read.stored;
   if (nestsDeeperThan(proposal, MAX_PRINT_DEPTH)) {
-    context.out.refused(`${read.stored.id}: the proposal nests more than ${MAX_PRINT_DEPTH} levels deep and cannot be shown; it is left as it is`);
+    context.out.refused(`${id}: the proposal nests more than ${MAX_PRINT_DEPTH} levels deep and cannot be shown; it is left as it is`);
     return EXIT.refused;
   }
-  if (context.json) context.out.data(proposal);
-  else context.out.line(stringify(proposal, { lineWidth: 100 }).trimEnd());
+  const history: AuditRow[] = [];
+  if (context.parsed.values['history'] === true) for await (const row of engine.store.audit({ id })) history.push(row);
+  if (context.json) {
+    context.out.data(context.parsed.values['history'] === true ? { proposal, history } : proposal);
+    return EXIT.ok;
+  }
+  // Text is for reading: numbers without float noise (0.82, not 0.8200000000000001).
+  context.out.line(stringify(tidyNumbers(proposal), { lineWidth: 100 }).trimEnd());
+  if (context.parsed.values['history'] === true) {
+    context.out.line('');
+    context.out.line(history.length ? 'history (oldest first):' : 'history: none recorded (the file was not written by the engine)');
+    for (const row of history) context.out.line(historyLine(row));
+  }
   return EXIT.ok;
 }
 
@@ -104,8 +135,15 @@ export async function readStdin(context: Context): Promise<string> {
 }
 
 export async function runPropose(context: Context): Promise<number> {
+  const source = context.parsed.positionals[0];
+  // Waiting silently for a terminal to send JSON looks like a hang.
+  if (source === undefined && context.io.stdin.isTTY) {
+    const hint = 'give a FILE, pipe the JSON in (… | pipeline propose -), or write - to type it here and end it with Ctrl-D';
+    throw new UsageError('propose: no FILE given, and stdin is a terminal', hint);
+  }
   const engine = await context.engine();
-  const input = await readJsonInput(context, context.parsed.positionals[0], 'the proposal');
+  if (source === '-' && context.io.stdin.isTTY) context.out.note('reading the proposal as JSON from the terminal; end it with Ctrl-D');
+  const input = await readJsonInput(context, source, 'the proposal');
   if (!input.ok) {
     context.out.refused(input.message);
     return EXIT.refused;

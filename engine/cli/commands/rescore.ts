@@ -145,7 +145,7 @@ export async function runRescore(context: Context): Promise<number> {
   const files = (context.parsed.values['rubric'] as string[] | undefined) ?? [];
   if (files.length === 0) throw new UsageError('rescore: --rubric FILE is required', USAGE);
   const edited = await readRubrics(context, files);
-  const engine = await context.engine();
+  const engine = await context.readEngine();
   for (const { file, rubric } of edited) {
     if (!engine.pipeline.rubrics.has(rubric.id)) {
       context.out.note(`note: ${file}: rubric id "${rubric.id}" is not one of this pipeline's rubrics (${listWords([...engine.pipeline.rubrics.keys()])}); panels are matched by id`);

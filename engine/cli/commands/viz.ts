@@ -14,7 +14,7 @@ import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
 
 const USAGE = 'usage: pipeline viz [--format html|svg|dot|mermaid|json] [--out FILE] [--serve [--port N]]';
-const FORMATS = ['html', 'svg', 'dot', 'mermaid', 'json'] as const;
+export const FORMATS = ['html', 'svg', 'dot', 'mermaid', 'json'] as const;
 type Format = (typeof FORMATS)[number];
 /** The served page's default port (0 picks a free one). */
 export const DEFAULT_PORT = 4173;
@@ -47,7 +47,7 @@ export function parseVizOptions(values: Record<string, unknown>, json: boolean):
 
 export async function runViz(context: Context): Promise<number> {
   const options = parseVizOptions(context.parsed.values, context.json);
-  const engine = await context.engine();
+  const engine = await context.readEngine();
   const viz = await import('../../viz/index.js');
   const { lifecycle, stages } = engine.pipeline;
   const title = viz.titleField(stages);
