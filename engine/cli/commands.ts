@@ -4,6 +4,7 @@ import type { Context } from './context.js';
 import { runInit } from './commands/init.js';
 import { runJudge } from './commands/judge.js';
 import { runList, runPropose, runShow, runStatus } from './commands/queue.js';
+import { POOL_OPTIONS, POOL_SUMMARY, POOL_USAGE, runPool } from './commands/pool.js';
 import { runPromote } from './commands/promote.js';
 import { runRescore } from './commands/rescore.js';
 import { runRun } from './commands/run.js';
@@ -46,5 +47,6 @@ export const BUILT_INS: CommandSpec[] = [
     positionals: [0, 0],
     run: runViz,
   },
+  { name: 'pool', usage: POOL_USAGE, summary: POOL_SUMMARY, options: POOL_OPTIONS, positionals: [1, 3], positionalNames: ['<subcommand>'], run: runPool },
   { name: 'init', usage: 'pipeline init [DIR]', summary: 'scaffold a working copy of the shipped pipeline', options: {}, positionals: [0, 1], run: runInit },
 ];
