@@ -677,7 +677,12 @@ export class FileStore implements Store {
             await held.release();
           }
         }
-        unlinkSync(file);
+        try {
+          unlinkSync(file);
+        } catch (error) {
+          // Its owner, exiting cleanly, removed it itself between our listing and now.
+          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        }
       }
     } finally {
       await lock.release();
