@@ -17,7 +17,7 @@ export const { Engine } = await import(path.join(DIST, 'engine.js'));
 export const { FileStore } = await import(path.join(DIST, 'store', 'file-store.js'));
 export const { openFileStore } = await import(path.join(DIST, 'store', 'open.js'));
 export const { findReviewCommand, runReviewCommand } = await import(path.join(DIST, 'stages', 'review.js'));
-export const { runStage } = await import(path.join(DIST, 'runner', 'stage-runs.js'));
+export const { runStage } = await import(path.join(DIST, 'stages', 'index.js'));
 
 /** A scratch directory under the system temp dir; `cleanup()` removes it. */
 export function scratch(prefix) {

@@ -11,28 +11,29 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Store } from '../store/types.js';
-import type { PoolConfig } from './config.js';
-import type { PoolRow } from './ranking.js';
-import { packRows, rowOf, sameRow, unpackRows } from './rows.js';
+import { checkColumns, EMPTY_COLUMNS, findRow, idAt, rankColumns, rowAt, toColumns, type Columns } from './columns.js';
+import type { PoolConfig, RankingConfig } from './config.js';
+import type { Filters, PoolRow, Scored } from './ranking.js';
+import { rowOf, sameRow } from './rows.js';
 
 /** Past this many changed rows, the delta is folded into a new base. */
 const DELTA_LIMIT = 2000;
 /** Past this many changed proposals, a listing is cheaper than reading each. */
 const REREAD_LIMIT = 10_000;
-const FORMAT = 1;
+const FORMAT = 3;
 
 interface BaseValue {
   v: number;
   nonce: string;
   cursor: string;
-  rows: unknown;
+  columns: unknown;
 }
 
 interface DeltaValue {
   v: number;
   base: string;
   cursor: string;
-  rows: unknown;
+  columns: unknown;
   removed: string[];
 }
 
@@ -51,11 +52,12 @@ function keysOf(pool: Pick<PoolConfig, 'state' | 'fields'>): { base: string; del
 }
 
 export class PoolIndex {
-  readonly rows = new Map<string, PoolRow>();
+  /** The rows as of the base, in columns. */
+  private base: Columns = EMPTY_COLUMNS;
+  /** Rows changed since the base (undefined: gone from the pool). */
+  private readonly overlay = new Map<string, PoolRow | undefined>();
   private nonce = '';
   private cursor = '';
-  /** Rows changed (or removed: undefined) since the base was written. */
-  private readonly pending = new Map<string, PoolRow | undefined>();
   private baseDirty = false;
   private deltaDirty = false;
 
@@ -75,13 +77,12 @@ export class PoolIndex {
     }
     const changes = await store.changes(index.cursor);
     if (changes.all || changes.ids.length > REREAD_LIMIT) {
-      index.clear();
       await index.rebuild(malformed);
       return { index, rebuilt: true, malformed };
     }
     for (const id of changes.ids) {
       const read = await store.read(id);
-      if (read.kind === 'malformed' && index.rows.has(id)) malformed.push(id);
+      if (read.kind === 'malformed' && index.get(id)) malformed.push(id);
       index.put(id, read.kind === 'found' ? rowOf(id, read.stored.proposal, pool) : undefined);
     }
     if (changes.cursor !== index.cursor) {
@@ -91,12 +92,31 @@ export class PoolIndex {
     return { index, rebuilt: false, malformed };
   }
 
+  /** The row of a proposal, when it is in the pool. */
+  get(id: string): PoolRow | undefined {
+    if (this.overlay.has(id)) return this.overlay.get(id);
+    const at = findRow(this.base, id);
+    return at < 0 ? undefined : rowAt(this.base, at);
+  }
+
+  /** The rows (those whose counters pass `where`, when given), as objects. */
+  *rows(where?: (hits: number, misses: number) => boolean): Iterable<PoolRow> {
+    for (let i = 0; i < this.base.count; i++) {
+      if (where && !where(this.base.hits[i]!, this.base.misses[i]!)) continue;
+      if (!this.overlay.has(idAt(this.base, i))) yield rowAt(this.base, i);
+    }
+    for (const row of this.overlay.values()) if (row && (!where || where(row.hits, row.misses))) yield row;
+  }
+
+  /** The `k` best rows for `filters` (see rankTop). */
+  rank(filters: Filters, now: number, ranking: RankingConfig, k: number): Scored[] {
+    return rankColumns(this.base, this.overlay, filters, now, ranking, k);
+  }
+
   /** Set (or, with undefined, remove) the row of a proposal: a re-read found it changed. */
   put(id: string, row: PoolRow | undefined): void {
-    if (sameRow(this.rows.get(id), row)) return;
-    if (row) this.rows.set(id, row);
-    else this.rows.delete(id);
-    this.pending.set(id, row);
+    if (sameRow(this.get(id), row)) return;
+    this.overlay.set(id, row);
     this.deltaDirty = true;
   }
 
@@ -109,15 +129,16 @@ export class PoolIndex {
     if (!(await this.store.exists())) return;
     const keys = keysOf(this.pool);
     try {
-      if (this.baseDirty || this.pending.size > DELTA_LIMIT) {
+      if (this.baseDirty || this.overlay.size > DELTA_LIMIT) {
+        this.base = toColumns(this.rows());
+        this.overlay.clear();
         this.nonce = randomUUID();
-        const base: BaseValue = { v: FORMAT, nonce: this.nonce, cursor: this.cursor, rows: packRows(this.rows.values()) };
+        const base: BaseValue = { v: FORMAT, nonce: this.nonce, cursor: this.cursor, columns: this.base };
         await this.store.cache.put(keys.base, base);
-        this.pending.clear();
       } else {
-        const rows = [...this.pending.values()].filter((row): row is PoolRow => row !== undefined);
-        const removed = [...this.pending].filter(([, row]) => row === undefined).map(([id]) => id);
-        const delta: DeltaValue = { v: FORMAT, base: this.nonce, cursor: this.cursor, rows: packRows(rows), removed };
+        const rows = [...this.overlay.values()].filter((row): row is PoolRow => row !== undefined);
+        const removed = [...this.overlay].filter(([, row]) => row === undefined).map(([id]) => id);
+        const delta: DeltaValue = { v: FORMAT, base: this.nonce, cursor: this.cursor, columns: toColumns(rows), removed };
         await this.store.cache.put(keys.delta, delta);
       }
       this.baseDirty = false;
@@ -127,35 +148,23 @@ export class PoolIndex {
     }
   }
 
-  private clear(): void {
-    this.rows.clear();
-    this.pending.clear();
-  }
-
   /** The cached base and its delta; false when there is no usable base. */
   private async load(): Promise<boolean> {
     const keys = keysOf(this.pool);
     const base = (await this.store.cache.get(keys.base).catch(() => undefined)) as Partial<BaseValue> | undefined;
     if (!base || base.v !== FORMAT || typeof base.nonce !== 'string' || typeof base.cursor !== 'string') return false;
-    const rows = unpackRows(base.rows);
-    if (!rows) return false;
-    for (const row of rows) this.rows.set(row.id, row);
+    const columns = checkColumns(base.columns);
+    if (!columns) return false;
+    this.base = columns;
     this.nonce = base.nonce;
     this.cursor = base.cursor;
     const delta = (await this.store.cache.get(keys.delta).catch(() => undefined)) as Partial<DeltaValue> | undefined;
     // A delta written on another base (an older one, or a newer one another command wrote) is not ours.
     if (!delta || delta.v !== FORMAT || delta.base !== base.nonce || typeof delta.cursor !== 'string' || !Array.isArray(delta.removed)) return true;
-    const changed = unpackRows(delta.rows);
-    if (!changed) return true;
-    for (const row of changed) {
-      this.rows.set(row.id, row);
-      this.pending.set(row.id, row);
-    }
-    for (const id of delta.removed) {
-      if (typeof id !== 'string') continue;
-      this.rows.delete(id);
-      this.pending.set(id, undefined);
-    }
+    const changed = checkColumns(delta.columns);
+    if (!changed || !delta.removed.every((id) => typeof id === 'string')) return true;
+    for (let i = 0; i < changed.count; i++) this.overlay.set(idAt(changed, i), rowAt(changed, i));
+    for (const id of delta.removed) this.overlay.set(id, undefined);
     this.cursor = delta.cursor;
     return true;
   }
@@ -163,14 +172,17 @@ export class PoolIndex {
   /** Every proposal in the pool's state, from a listing. The cursor is taken first: later commits are seen next time. */
   private async rebuild(malformed: string[]): Promise<void> {
     const { cursor } = await this.store.changes();
+    const rows: PoolRow[] = [];
     for await (const listed of this.store.list({ status: this.pool.state })) {
       if (listed.kind === 'malformed') {
         malformed.push(listed.id);
         continue;
       }
       const row = rowOf(listed.stored.id, listed.stored.proposal, this.pool);
-      if (row) this.rows.set(row.id, row);
+      if (row) rows.push(row);
     }
+    this.base = toColumns(rows);
+    this.overlay.clear();
     this.cursor = cursor;
     this.baseDirty = true;
   }

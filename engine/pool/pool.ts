@@ -12,7 +12,7 @@ import { refused, type Outcome } from '../outcome.js';
 import type { Stored } from '../store/types.js';
 import { resolvePool, type PoolConfig } from './config.js';
 import { PoolIndex } from './pool-index.js';
-import { pruneCandidates, rankTop, type Filters, type PoolRow, type PruneCandidate, type Scored } from './ranking.js';
+import { pruneCandidates, type Filters, type PoolRow, type PruneCandidate, type Scored } from './ranking.js';
 import { rowOf } from './rows.js';
 
 /** The words `pool outcome` takes: a hit or a miss of the proposal in use. */
@@ -112,7 +112,7 @@ export async function top(engine: Engine, pool: PoolConfig, filters: Filters, k:
   const { index, rebuilt, malformed } = await PoolIndex.open(engine.store, pool, options);
   const fresh = new Map<string, Proposal>();
   for (;;) {
-    const best = rankTop(index.rows.values(), filters, now, pool.ranking, k);
+    const best = index.rank(filters, now, pool.ranking, k);
     const unread = best.filter((scored) => !fresh.has(scored.row.id));
     if (unread.length === 0) {
       await index.save();
@@ -145,7 +145,7 @@ export interface PrunePlan {
 /** The prune candidates (SPEC §5.8), from the index, each re-read so its numbers are current. */
 export async function planPrune(engine: Engine, pool: PoolConfig, options: { rebuild?: boolean } = {}): Promise<{ plan: PrunePlan; index: PoolIndex }> {
   const { index, malformed } = await PoolIndex.open(engine.store, pool, options);
-  const listed = pruneCandidates(index.rows.values(), pool.prune, pool.ranking.minOutcomes);
+  const listed = pruneCandidates(index.rows((hits, misses) => hits + misses >= pool.prune.minOutcomes), pool.prune, pool.ranking.minOutcomes);
   const current: PoolRow[] = [];
   const proposals = new Map<string, Proposal>();
   for (const { row } of listed) {

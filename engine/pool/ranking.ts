@@ -114,21 +114,41 @@ export function scoreRow(row: PoolRow, filters: Filters, now: number, ranking: R
   return { row, score: match * fresh * weight, match, recency: fresh, hitWeight: weight, hitRate: rate };
 }
 
+/** The best `k` scored rows seen so far, best first. */
+export class TopK {
+  private readonly items: Scored[] = [];
+  constructor(private readonly k: number) {}
+
+  /** Would a row of this score enter? Its id is asked for only on a tie with the last one kept. */
+  wouldTake(score: number, id: () => string): boolean {
+    if (this.items.length < this.k) return true;
+    const last = this.items[this.k - 1]!;
+    return score !== last.score ? score > last.score : id() > last.row.id;
+  }
+
+  offer(scored: Scored): void {
+    // Most rows fall below the last one kept and cost one comparison.
+    if (!this.wouldTake(scored.score, () => scored.row.id)) return;
+    let at = this.items.length;
+    while (at > 0 && compareScored(scored, this.items[at - 1]!) < 0) at--;
+    this.items.splice(at, 0, scored);
+    if (this.items.length > this.k) this.items.pop();
+  }
+
+  best(): Scored[] {
+    return this.items;
+  }
+}
+
 /** The `k` best rows by score = match × recency × hit_weight, best first; rows that do not match are left out. */
 export function rankTop(rows: Iterable<PoolRow>, filters: Filters, now: number, ranking: RankingConfig, k: number): Scored[] {
   const files = filters.file === undefined ? undefined : fileMatcher(filters.file);
-  const best: Scored[] = [];
+  const top = new TopK(k);
   for (const row of rows) {
     const scored = scoreRow(row, filters, now, ranking, files);
-    if (!scored) continue;
-    // Keep the k best seen so far, sorted; most rows fall below the last one and cost one comparison.
-    if (best.length === k && compareScored(scored, best[k - 1]!) >= 0) continue;
-    let at = best.length;
-    while (at > 0 && compareScored(scored, best[at - 1]!) < 0) at--;
-    best.splice(at, 0, scored);
-    if (best.length > k) best.pop();
+    if (scored) top.offer(scored);
   }
-  return best;
+  return top.best();
 }
 
 /** K as asked, capped: `clamped` says the cap applied (the caller warns). */

@@ -1,0 +1,47 @@
+/**
+ * The pool in use (SPEC §9): `pool top` over 100,000 approved proposals, first (no derived index
+ * yet: it is built from a listing) and warm (5 runs, median), with a stack filter and with file
+ * and task filters; one `pool outcome` (5 runs on different proposals); `pool top` again right
+ * after those outcomes (the index catches up on the 5 changed proposals); and `pool prune` as a
+ * dry run. Each run is a new process of the real binary, as a person or a hook would start it.
+ */
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { benchEnv, scratch } from '../lib/engine.js';
+import { runOnce, timeCommand } from '../lib/cli.js';
+import { writePoolStore } from '../lib/fixtures.js';
+
+function summary(timing) {
+  return { medianMs: timing.medianMs, runs: timing.runs, maxRssKb: timing.maxRssKb, outBytes: timing.outBytes };
+}
+
+/** Every pool measurement at one pool size. `log` reports progress on stderr. */
+export function measurePool(size, { warmRuns = 5, log = () => {} } = {}) {
+  const work = scratch('pipeline-bench-pool-');
+  try {
+    const env = benchEnv(work.dir);
+    const store = path.join(work.dir, 'store');
+    const started = performance.now();
+    const { samples } = writePoolStore(store, size);
+    log(`  generated ${size} approved proposals in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    runOnce(['--store', store, 'status'], env, work.dir); // fills the configuration cache (and the status index)
+    const args = (...rest) => ['--store', store, ...rest];
+    const dropIndex = () => rmSync(path.join(store, 'cache'), { recursive: true, force: true });
+    const topArgs = args('pool', 'top', '--stack', 'vite', '--k', '3', '--json');
+    const result = { size };
+    result.topFirst = summary(timeCommand(topArgs, env, work.dir, { runs: 1, before: dropIndex }));
+    const warm = timeCommand(topArgs, env, work.dir, { runs: warmRuns });
+    if (JSON.parse(warm.last.stdout()).length !== 3) throw new Error('pool top did not print 3 rows');
+    result.topWarm = summary(warm);
+    result.topWarmFileTask = summary(timeCommand(args('pool', 'top', '--file', 'src/vite.config.ts', '--task', 'dependency-upgrade', '--k', '10'), env, work.dir, { runs: warmRuns }));
+    log(`  pool top: first ${Math.round(result.topFirst.medianMs)} ms, warm ${Math.round(result.topWarm.medianMs)} ms`);
+    const ids = [...samples];
+    result.outcome = summary(timeCommand([], env, work.dir, { runs: warmRuns, argsOf: () => args('pool', 'outcome', ids.shift(), 'hit', '--consumer', 'bench') }));
+    result.topAfterOutcomes = summary(timeCommand(topArgs, env, work.dir, { runs: warmRuns }));
+    result.pruneDry = summary(timeCommand(args('pool', 'prune', '--json'), env, work.dir, { runs: 3 }));
+    log(`  pool outcome ${Math.round(result.outcome.medianMs)} ms; top after outcomes ${Math.round(result.topAfterOutcomes.medianMs)} ms; prune (dry) ${Math.round(result.pruneDry.medianMs)} ms`);
+    return result;
+  } finally {
+    work.cleanup();
+  }
+}
