@@ -111,7 +111,10 @@ export interface TopResult {
 export async function top(engine: Engine, pool: PoolConfig, filters: Filters, k: number, now: number, options: { rebuild?: boolean } = {}): Promise<TopResult> {
   const { index, rebuilt, malformed } = await PoolIndex.open(engine.store, pool, options);
   const fresh = new Map<string, Proposal>();
-  for (;;) {
+  // Each round reads at least one row not read before and corrects the index from it, so the
+  // rounds end; the bound only turns a bug into an error instead of a hang.
+  for (let round = 0; ; round++) {
+    if (round > 10 * k + 100) throw new Error('pool top: the ranking did not settle (a bug)');
     const best = index.rank(filters, now, pool.ranking, k);
     const unread = best.filter((scored) => !fresh.has(scored.row.id));
     if (unread.length === 0) {
