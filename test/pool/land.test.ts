@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Pipeline } from '../../engine/config/load.js';
 import { Engine } from '../../engine/engine.js';
-import { landEvent, poolOf, recordOutcome } from '../../engine/pool/pool.js';
+import { executePrune, landEvent, poolOf, recordOutcome } from '../../engine/pool/pool.js';
 import { MemoryStore } from '../../engine/store/memory-store.js';
 import { storeLayout } from '../../engine/store/open.js';
 import type { Change, CommitResult } from '../../engine/store/types.js';
@@ -71,5 +71,20 @@ describe('landing an outcome under contention', () => {
     store.rival = (proposal) => ({ ...proposal, status: 'archived' });
     const outcome = await recordOutcome(engine, poolOf(pipeline)!, ID, 'hit', { land: { sleep: async () => {} } });
     expect(outcome).toMatchObject({ kind: 'refused', message: `${ID} is archived; record_outcome applies only to approved proposals` });
+  });
+
+  it('prune leaves in use a candidate whose outcomes changed before its archive landed, and says so', async () => {
+    const { store, engine } = await setUp();
+    const read = await store.read(ID);
+    if (read.kind !== 'found') throw new Error('missing');
+    // A proposal in use with its pool entry: 5 misses, a prune candidate.
+    const put = await store.commit({ id: ID, version: read.stored.version, next: { ...read.stored.proposal, miss_count: 5 }, audit: [{ at: 'x', id: ID, event: 'rival', from: 'approved', to: 'approved', stage: 't', actor: 'cli' }], entries: [{ op: 'put', collection: 'approved', id: ID, entry: { id: ID } }] });
+    expect(put.ok).toBe(true);
+    store.losses = 1;
+    store.rival = (proposal) => ({ ...proposal, hit_count: 4 });
+    const run = await executePrune(engine, poolOf(pipeline)!, 3, { land: { sleep: async () => {} } });
+    expect(run.archived).toEqual([]);
+    expect(run.refused).toEqual([{ id: ID, message: `${ID} (approved): no longer a prune candidate; left in use` }]);
+    expect(await store.readEntry('approved', ID)).toEqual({ id: ID });
   });
 });

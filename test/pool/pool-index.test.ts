@@ -130,4 +130,10 @@ describe('index rows', () => {
     expect(rowOf(idOf(1), approved(1, { status: 'archived' }), pool)).toBeUndefined();
     expect(rowOf(idOf(1), approved(1, { promoted_at: 'yesterday' }), pool)).toBeUndefined();
   });
+
+  it('lower-case the stack names (they compare case-insensitively), once each', () => {
+    const proposal = approved(1);
+    (proposal.candidate['applies_to'] as Record<string, unknown>)['stack'] = ['Vite', 'VITE', 'Node.js'];
+    expect(rowOf(idOf(1), proposal, pool)?.stack).toEqual(['vite', 'node.js']);
+  });
 });
