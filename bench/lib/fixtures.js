@@ -169,7 +169,8 @@ export function writePoolStore(dir, total) {
     }
     writeFileSync(path.join(proposals, `${id}.json`), `${JSON.stringify(proposal, null, 2)}\n`);
     const row = (event, from, to, stage, actor) => JSON.stringify({ at: AT, id, event, from, to, stage, actor });
-    events.push(row('create', null, 'pending', 'transform', 'run'), row('confirm', 'pending', 'confirmed', 'review', 'cli'), row('approve', 'confirmed', 'approved', 'judge', 'run'), row('promote', 'approved', 'approved', 'promote', 'run'));
+    events.push(row('create', null, 'pending', 'transform', 'run'), row('confirm', 'pending', 'confirmed', 'review', 'cli'));
+    events.push(row('approve', 'confirmed', 'approved', 'judge', 'run'), row('promote', 'approved', 'approved', 'promote', 'run'));
     if (samples.length < 20 && i % 10 === 5) samples.push(id);
   }
   writeFileSync(path.join(dir, 'events.jsonl'), `${events.join('\n')}\n`);

@@ -33,13 +33,16 @@ export function measurePool(size, { warmRuns = 5, log = () => {} } = {}) {
     const warm = timeCommand(topArgs, env, work.dir, { runs: warmRuns });
     if (JSON.parse(warm.last.stdout()).length !== 3) throw new Error('pool top did not print 3 rows');
     result.topWarm = summary(warm);
-    result.topWarmFileTask = summary(timeCommand(args('pool', 'top', '--file', 'src/vite.config.ts', '--task', 'dependency-upgrade', '--k', '10'), env, work.dir, { runs: warmRuns }));
+    const fileTask = args('pool', 'top', '--file', 'src/vite.config.ts', '--task', 'dependency-upgrade', '--k', '10');
+    result.topWarmFileTask = summary(timeCommand(fileTask, env, work.dir, { runs: warmRuns }));
     log(`  pool top: first ${Math.round(result.topFirst.medianMs)} ms, warm ${Math.round(result.topWarm.medianMs)} ms`);
     const ids = [...samples];
-    result.outcome = summary(timeCommand([], env, work.dir, { runs: warmRuns, argsOf: () => args('pool', 'outcome', ids.shift(), 'hit', '--consumer', 'bench') }));
+    const outcomeArgs = () => args('pool', 'outcome', ids.shift(), 'hit', '--consumer', 'bench');
+    result.outcome = summary(timeCommand([], env, work.dir, { runs: warmRuns, argsOf: outcomeArgs }));
     result.topAfterOutcomes = summary(timeCommand(topArgs, env, work.dir, { runs: warmRuns }));
     result.pruneDry = summary(timeCommand(args('pool', 'prune', '--json'), env, work.dir, { runs: 3 }));
-    log(`  pool outcome ${Math.round(result.outcome.medianMs)} ms; top after outcomes ${Math.round(result.topAfterOutcomes.medianMs)} ms; prune (dry) ${Math.round(result.pruneDry.medianMs)} ms`);
+    const round = (timing) => `${Math.round(timing.medianMs)} ms`;
+    log(`  pool outcome ${round(result.outcome)}; top after outcomes ${round(result.topAfterOutcomes)}; prune (dry) ${round(result.pruneDry)}`);
     return result;
   } finally {
     work.cleanup();

@@ -31,7 +31,20 @@ export interface Columns {
   tasksCount: number[];
 }
 
-export const EMPTY_COLUMNS: Columns = { count: 0, ids: '', promoted: [], hits: [], misses: [], strings: [], stack: [], stackCount: [], files: [], filesCount: [], tasks: [], tasksCount: [] };
+export const EMPTY_COLUMNS: Columns = {
+  count: 0,
+  ids: '',
+  promoted: [],
+  hits: [],
+  misses: [],
+  strings: [],
+  stack: [],
+  stackCount: [],
+  files: [],
+  filesCount: [],
+  tasks: [],
+  tasksCount: [],
+};
 
 /** Rows into columns, sorted by id. Every id must be ULID-wide (the store's ids are). */
 export function toColumns(rows: Iterable<PoolRow>): Columns {
@@ -92,7 +105,8 @@ export function checkColumns(value: unknown): Columns | undefined {
   if (!numbers(c.promoted, count) || !numbers(c.hits, count, true) || !numbers(c.misses, count, true)) return undefined;
   if (!Array.isArray(c.strings) || !c.strings.every((text) => typeof text === 'string')) return undefined;
   const strings = c.strings.length;
-  if (!validList(c.stack, c.stackCount, count, strings) || !validList(c.files, c.filesCount, count, strings) || !validList(c.tasks, c.tasksCount, count, strings)) return undefined;
+  if (!validList(c.stack, c.stackCount, count, strings)) return undefined;
+  if (!validList(c.files, c.filesCount, count, strings) || !validList(c.tasks, c.tasksCount, count, strings)) return undefined;
   // Sorted, so that lookups can bisect.
   for (let i = 1; i < count; i++) if (c.ids.slice((i - 1) * ID_WIDTH, i * ID_WIDTH) >= c.ids.slice(i * ID_WIDTH, (i + 1) * ID_WIDTH)) return undefined;
   return c as Columns;
@@ -161,7 +175,14 @@ function flagAll(strings: readonly string[], test: (text: string) => boolean): U
  * `rankTop` over the columns, with `overlay` replacing rows (a row that changed since the columns
  * were written; undefined: no longer in the pool). Same result as `rankTop` over the merged rows.
  */
-export function rankColumns(columns: Columns, overlay: ReadonlyMap<string, PoolRow | undefined>, filters: Filters, now: number, ranking: RankingConfig, k: number): Scored[] {
+export function rankColumns(
+  columns: Columns,
+  overlay: ReadonlyMap<string, PoolRow | undefined>,
+  filters: Filters,
+  now: number,
+  ranking: RankingConfig,
+  k: number,
+): Scored[] {
   const top = new TopK(k);
   const files = filters.file === undefined ? undefined : fileMatcher(filters.file);
   const names = filters.stack;

@@ -109,7 +109,8 @@ export function checkPool(def: PoolDef, machine: MachineDef, source: SourceFile)
   const accepted = (state: string) => [...new Set(transitions.filter((t) => t.from === state).map((t) => t.event))];
   const noEvent = (key: keyof PoolDef['events'], state: string, what: string) => {
     const event = def.events[key];
-    at(['events', key], 'config.unknown_event', `state "${state}" has no "${event}" transition ${what}`, didYouMean(event, accepted(state)) ?? `its events: ${listWords(accepted(state), 'and') || 'none'}`);
+    const hint = didYouMean(event, accepted(state)) ?? `its events: ${listWords(accepted(state), 'and') || 'none'}`;
+    at(['events', key], 'config.unknown_event', `state "${state}" has no "${event}" transition ${what}`, hint);
   };
   for (const key of ['outcome', 'undo'] as const) {
     const found = from(def.state, def.events[key]);
@@ -126,9 +127,12 @@ export function checkPool(def: PoolDef, machine: MachineDef, source: SourceFile)
   const maxK = def.ranking?.max_k ?? 50;
   if (k > maxK) at(['ranking', 'k'], 'config.pool_k', `k is ${k}, more than max_k (${maxK})`, 'raise max_k or lower k');
   for (const key of Object.keys(def.show ?? {})) {
-    if ((TOP_KEYS as readonly string[]).includes(key)) at(['show', key], 'config.pool_show', `"${key}" is a key every pool top row has already`, `choose another name; taken: ${TOP_KEYS.join(', ')}`);
+    if (!(TOP_KEYS as readonly string[]).includes(key)) continue;
+    at(['show', key], 'config.pool_show', `"${key}" is a key every pool top row has already`, `choose another name; taken: ${TOP_KEYS.join(', ')}`);
   }
   const receipts = def.prune?.receipts;
-  if (receipts !== undefined && ['proposals', 'cache'].includes(receipts)) at(['prune', 'receipts'], 'config.collection', `"${receipts}" is reserved by the store`);
+  if (receipts !== undefined && ['proposals', 'cache'].includes(receipts)) {
+    at(['prune', 'receipts'], 'config.collection', `"${receipts}" is reserved by the store`);
+  }
   return issues;
 }

@@ -49,11 +49,14 @@ export async function landEvent(engine: Engine, stored: Stored, event: string, a
   const random = options.random ?? Math.random;
   let current = stored;
   for (let attempt = 1; ; attempt++) {
-    const outcome = await engine.applyTo(current, event, args, { stage: POOL_STAGE, actor: 'cli', retried: true, ...(options.before ? { before: options.before } : {}) });
+    // `retried`: the engine's own single re-decision is replaced by this loop.
+    const apply: ApplyOptions = { stage: POOL_STAGE, actor: 'cli', retried: true, ...(options.before ? { before: options.before } : {}) };
+    const outcome = await engine.applyTo(current, event, args, apply);
     if (outcome.kind !== 'refused' || outcome.code !== 'changed') return outcome;
     const status = String(current.proposal['status']);
     if (attempt >= attempts) {
-      return refused('changed', `${current.id} (${status}): other writers kept changing it; ${event} lost ${attempts} races and was not recorded — retry`, undefined, current.id);
+      const message = `${current.id} (${status}): other writers kept changing it; ${event} lost ${attempts} races and was not recorded — retry`;
+      return refused('changed', message, undefined, current.id);
     }
     // Full jitter, growing to a cap: the writers that collided now wait for different times.
     await sleep(random() * Math.min(250, 4 * 2 ** attempt));
@@ -178,7 +181,12 @@ export interface PruneRun {
  * `pool prune --execute`: archive the first `maxArchive` candidates — each still a candidate
  * when it is committed — and write a receipt of what was done. With `planOnly`, nothing is written.
  */
-export async function executePrune(engine: Engine, pool: PoolConfig, maxArchive: number, options: { planOnly?: boolean; land?: LandOptions } = {}): Promise<PruneRun> {
+export async function executePrune(
+  engine: Engine,
+  pool: PoolConfig,
+  maxArchive: number,
+  options: { planOnly?: boolean; land?: LandOptions } = {},
+): Promise<PruneRun> {
   const { plan, index } = await planPrune(engine, pool);
   const chosen = plan.candidates.slice(0, maxArchive);
   const base = { candidates: plan.candidates, proposals: plan.proposals, refused: [] as PruneRun['refused'], malformed: plan.malformed };
@@ -191,7 +199,8 @@ export async function executePrune(engine: Engine, pool: PoolConfig, maxArchive:
   const archived: string[] = [];
   for (const { row } of chosen) {
     const read = await engine.read(row.id);
-    const outcome = read.ok ? await landEvent(engine, read.stored, pool.events.archive, { reason: 'prune' }, { ...options.land, before: stillCandidate }) : read.outcome;
+    const land: LandOptions = { ...options.land, before: stillCandidate };
+    const outcome = read.ok ? await landEvent(engine, read.stored, pool.events.archive, { reason: 'prune' }, land) : read.outcome;
     if (outcome.kind === 'committed') archived.push(row.id);
     else if (outcome.kind === 'refused') base.refused.push({ id: row.id, message: outcome.message });
   }

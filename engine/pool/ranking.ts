@@ -105,7 +105,13 @@ export function compareScored(a: Scored, b: Scored): number {
 }
 
 /** Score one row, or undefined when it does not match at all (match 0 is left out). */
-export function scoreRow(row: PoolRow, filters: Filters, now: number, ranking: RankingConfig, files?: (patterns: readonly string[]) => boolean): Scored | undefined {
+export function scoreRow(
+  row: PoolRow,
+  filters: Filters,
+  now: number,
+  ranking: RankingConfig,
+  files?: (patterns: readonly string[]) => boolean,
+): Scored | undefined {
   const match = matchOf(row, filters, files);
   if (match === 0) return undefined;
   const rate = hitRate(row.hits, row.misses, ranking.minOutcomes);

@@ -49,7 +49,16 @@ describe('pool outcome', () => {
     expect(proposal['last_outcome_at']).toMatch(/Z$/);
     const rows = auditRows(t.storeDir).filter((row) => row['event'] === 'record_outcome');
     expect(rows).toEqual([
-      { at: '2026-11-02T08:00:00Z', id, event: 'record_outcome', from: 'approved', to: 'approved', stage: 'pool', actor: 'cli', args: { result: 'hit', consumer: 'architect', session: 's-42' } },
+      {
+        at: '2026-11-02T08:00:00Z',
+        id,
+        event: 'record_outcome',
+        from: 'approved',
+        to: 'approved',
+        stage: 'pool',
+        actor: 'cli',
+        args: { result: 'hit', consumer: 'architect', session: 's-42' },
+      },
       expect.objectContaining({ args: { result: 'miss' } }),
     ]);
     // The pool entry is not rewritten by outcomes.
@@ -78,7 +87,8 @@ describe('pool outcome', () => {
 
   it('refuses a proposal that is not approved — archived included — naming its status', async () => {
     const pending = await t.engine.propose(proposalInput(), { stage: 'test', actor: 'cli' });
-    await refusedWritingNothing(['outcome', pending.kind === 'committed' ? pending.id : '', 'hit'], /is pending; record_outcome applies only to approved proposals/);
+    const pendingId = pending.kind === 'committed' ? pending.id : '';
+    await refusedWritingNothing(['outcome', pendingId, 'hit'], /is pending; record_outcome applies only to approved proposals/);
     const id = await t.inUse();
     expect((await pool(t.storeDir, ['archive', id])).code).toBe(0);
     await refusedWritingNothing(['outcome', id, 'hit'], new RegExp(`${id} is archived; record_outcome applies only to approved proposals`));
@@ -116,7 +126,8 @@ describe('pool archive and restore', () => {
     expect(restored).toMatchObject({ code: 0, stdout: `${id} archived → approved\n` });
     expect(readFileSync(entry('approved', id)).equals(bytes)).toBe(true);
     expect(existsSync(entry('archived', id))).toBe(false);
-    expect(auditRows(t.storeDir).slice(-2).map((row) => `${row['event']}:${row['from']}→${row['to']}`)).toEqual(['archive:approved→archived', 'restore:archived→approved']);
+    const moves = auditRows(t.storeDir).slice(-2).map((row) => `${row['event']}:${row['from']}→${row['to']}`);
+    expect(moves).toEqual(['archive:approved→archived', 'restore:archived→approved']);
   });
 
   it('refuses archive of an archived proposal and restore of an approved one, naming the status (no idempotent repeat)', async () => {
@@ -141,7 +152,8 @@ describe('pool archive and restore', () => {
     await t.inUse();
     await pool(t.storeDir, ['archive', id]);
     expect((await pipelineIn(t.storeDir, ['status'])).stdout).toBe('pending 0\nconfirmed 0\npassed 0\napproved 1\nrejected 0\narchived 1\n');
-    expect((await pipelineIn(t.storeDir, ['list', '--state', 'archived'])).stdout).toBe(`${id}  pnpm 8 refuses lockfiles written by pnpm 7 until they are regenerated\n`);
+    const listed = await pipelineIn(t.storeDir, ['list', '--state', 'archived']);
+    expect(listed.stdout).toBe(`${id}  pnpm 8 refuses lockfiles written by pnpm 7 until they are regenerated\n`);
   });
 });
 
@@ -154,10 +166,14 @@ describe('pool top', () => {
     const text = await pool(t.storeDir, ['top', '--stack', 'VITE', '--k', '5']);
     expect(text.code).toBe(0);
     // 180 days old with 3 hits: 0.5 × 1.5 = 0.75; fresh and untested: 1.0; pnpm does not match.
-    expect(text.stdout).toBe(`${fresh}  1.000  0/0  Vitest 2 reads vite.config by default\n${old}  0.750  3/0  Vite 5 needs an explicit server.host in containers\n`);
+    expect(text.stdout).toBe(
+      `${fresh}  1.000  0/0  Vitest 2 reads vite.config by default\n` + `${old}  0.750  3/0  Vite 5 needs an explicit server.host in containers\n`,
+    );
     const json = JSON.parse((await pool(t.storeDir, ['top', '--stack', 'vite', '--json'])).stdout) as Record<string, unknown>[];
-    expect(json.map((row) => Object.keys(row))).toEqual([0, 1].map(() => ['id', 'score', 'match', 'recency', 'hit_weight', 'hit_count', 'hit_rate', 'miss_count', 'claim', 'visibility', 'applies_to']));
-    expect(json[0]).toMatchObject({ id: fresh, score: 1, match: 1, recency: 1, hit_weight: 1, hit_count: 0, hit_rate: null, miss_count: 0, visibility: 'private' });
+    const keys = ['id', 'score', 'match', 'recency', 'hit_weight', 'hit_count', 'hit_rate', 'miss_count', 'claim', 'visibility', 'applies_to'];
+    expect(json.map((row) => Object.keys(row))).toEqual([keys, keys]);
+    expect(json[0]).toMatchObject({ id: fresh, score: 1, match: 1, recency: 1, hit_weight: 1, hit_count: 0, hit_rate: null, miss_count: 0 });
+    expect(json[0]).toMatchObject({ visibility: 'private' });
     expect(json[1]).toMatchObject({ id: old, match: 1, hit_weight: 1.5, hit_count: 3, hit_rate: 1, miss_count: 0 });
     expect(json[1]!['recency']).toBeCloseTo(0.5, 12);
     expect(other).toBeDefined();
@@ -188,7 +204,9 @@ describe('pool top', () => {
 
   it('refuses a --k that is not a positive integer, a glob given as --file and an empty --stack, writing nothing', async () => {
     await t.inUse();
-    for (const k of ['0', 'three', '1.5', '-2']) await refusedWritingNothing(['top', `--k=${k}`], new RegExp(`--k must be a whole number of 1 or more, got "${k.replace('.', '\\.')}"`));
+    for (const k of ['0', 'three', '1.5', '-2']) {
+      await refusedWritingNothing(['top', `--k=${k}`], new RegExp(`--k must be a whole number of 1 or more, got "${k.replace('.', '\\.')}"`));
+    }
     await refusedWritingNothing(['top', '--file', 'src/**/*.ts'], /--file "src\/\*\*\/\*\.ts": it is a glob, not a path/);
     await refusedWritingNothing(['top', '--stack', ' , '], /--stack needs at least one name/);
     await refusedWritingNothing(['top', '--undo'], /unknown option: --undo/);
@@ -231,7 +249,8 @@ describe('pool prune', () => {
     const before = snapshot(t.storeDir);
     const text = await pool(t.storeDir, ['prune']);
     expect(text.code).toBe(0);
-    expect(text.stdout.trim().split('\n').map((line) => line.split('  ').slice(0, 3).join('  '))).toEqual([`${order[0]}  0.000  0/5`, `${order[1]}  0.167  1/5`, `${order[2]}  0.200  1/4`]);
+    const rows = text.stdout.trim().split('\n').map((line) => line.split('  ').slice(0, 3).join('  '));
+    expect(rows).toEqual([`${order[0]}  0.000  0/5`, `${order[1]}  0.167  1/5`, `${order[2]}  0.200  1/4`]);
     expect(text.stderr).toMatch(/3 candidates; a dry run, nothing was archived/);
     const json = JSON.parse((await pool(t.storeDir, ['prune', '--json'])).stdout);
     expect(json).toEqual({

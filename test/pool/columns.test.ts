@@ -26,6 +26,8 @@ const rowArb = (id: fc.Arbitrary<string>) =>
     tasks: fc.subarray(['debugging', 'dependency-upgrade']),
   });
 const rowsArb = fc.uniqueArray(rowArb(ulid), { selector: (row) => row.id, maxLength: 30 });
+/** Overlay changes: (which row, its new content or removal). */
+const changesArb = fc.array(fc.tuple(fc.nat(), fc.option(rowArb(fc.constant('')), { nil: undefined })));
 const filtersArb: fc.Arbitrary<Filters> = fc.record(
   {
     stack: fc.subarray(['vite', 'node', 'react'], { minLength: 1 }),
@@ -65,7 +67,7 @@ describe('columns', () => {
 
   it('rank exactly as rankTop does over the same rows, an overlay replacing or removing some', () => {
     fc.assert(
-      fc.property(rowsArb, fc.array(fc.tuple(fc.nat(), fc.option(rowArb(fc.constant('')), { nil: undefined }))), filtersArb, fc.integer({ min: 1, max: 8 }), (rows, changes, filters, k) => {
+      fc.property(rowsArb, changesArb, filtersArb, fc.integer({ min: 1, max: 8 }), (rows, changes, filters, k) => {
         const overlay = new Map<string, PoolRow | undefined>();
         for (const [index, change] of changes) {
           const target = rows[index % Math.max(rows.length, 1)];

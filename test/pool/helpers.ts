@@ -37,7 +37,8 @@ export async function poolTest(): Promise<PoolTest> {
     const applies = { ...(candidate({}, input.artifact_id)['applies_to'] as Record<string, unknown>), ...appliesTo };
     const stack = applies['stack'] as string[];
     applies['scope'] = { kind: 'versioned', versions: Object.fromEntries(stack.map((name) => [name, '>=1'])) };
-    const created = await t.engine.propose({ ...input, candidate: { ...input.candidate, applies_to: applies, ...(claim ? { claim } : {}) } }, { stage: 'test', actor: 'cli' });
+    const payload = { ...input.candidate, applies_to: applies, ...(claim ? { claim } : {}) };
+    const created = await t.engine.propose({ ...input, candidate: payload }, { stage: 'test', actor: 'cli' });
     if (created.kind !== 'committed') throw new Error(`propose: ${JSON.stringify(created)}`);
     const confirmed = await runReviewCommand(t.engine, confirm, created.id, { visibility: 'private' }, 'cli');
     if (confirmed.kind !== 'committed') throw new Error(`confirm: ${JSON.stringify(confirmed)}`);
@@ -75,7 +76,15 @@ export async function pipelineIn(storeDir: string, argv: string[], options: { en
     stderr: { write: (text: string) => (stderr += text) },
     stdin,
     cwd: ROOT,
-    env: { ...process.env, PIPELINE_STORE: storeDir, PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE!, PIPELINE_CONFIG_CACHE: configCache, NO_COLOR: '1', PIPELINE_PRUNE_EXECUTE: '', ...options.env },
+    env: {
+      ...process.env,
+      PIPELINE_STORE: storeDir,
+      PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE!,
+      PIPELINE_CONFIG_CACHE: configCache,
+      NO_COLOR: '1',
+      PIPELINE_PRUNE_EXECUTE: '',
+      ...options.env,
+    },
     interactive: false,
     stderrIsTTY: false,
     onInterrupt: () => () => {},

@@ -30,7 +30,8 @@ class ContendedStore extends MemoryStore {
       const read = await this.read(change.id);
       if (read.kind !== 'found') throw new Error('missing');
       const next = this.rival(read.stored.proposal);
-      await super.commit({ id: change.id, version: read.stored.version, next, audit: [{ at: 'x', id: change.id, event: 'rival', from: 'approved', to: String(next['status']), stage: 't', actor: 'cli' }] });
+      const audit = [{ at: 'x', id: change.id, event: 'rival', from: 'approved', to: String(next['status']), stage: 't', actor: 'cli' as const }];
+      await super.commit({ id: change.id, version: read.stored.version, next, audit });
     }
     return super.commit(change);
   }
@@ -60,7 +61,8 @@ describe('landing an outcome under contention', () => {
     const read = await engine.read(ID);
     if (!read.ok) throw new Error('missing');
     const outcome = await landEvent(engine, read.stored, 'record_outcome', { result: 'miss' }, { attempts: 4, sleep: async () => {} });
-    expect(outcome).toMatchObject({ kind: 'refused', code: 'changed', message: `${ID} (approved): other writers kept changing it; record_outcome lost 4 races and was not recorded — retry` });
+    const message = `${ID} (approved): other writers kept changing it; record_outcome lost 4 races and was not recorded — retry`;
+    expect(outcome).toMatchObject({ kind: 'refused', code: 'changed', message });
     const after = await store.read(ID);
     expect(after.kind === 'found' && after.stored.proposal['miss_count']).toBeUndefined();
   });
@@ -78,7 +80,13 @@ describe('landing an outcome under contention', () => {
     const read = await store.read(ID);
     if (read.kind !== 'found') throw new Error('missing');
     // A proposal in use with its pool entry: 5 misses, a prune candidate.
-    const put = await store.commit({ id: ID, version: read.stored.version, next: { ...read.stored.proposal, miss_count: 5 }, audit: [{ at: 'x', id: ID, event: 'rival', from: 'approved', to: 'approved', stage: 't', actor: 'cli' }], entries: [{ op: 'put', collection: 'approved', id: ID, entry: { id: ID } }] });
+    const put = await store.commit({
+      id: ID,
+      version: read.stored.version,
+      next: { ...read.stored.proposal, miss_count: 5 },
+      audit: [{ at: 'x', id: ID, event: 'rival', from: 'approved', to: 'approved', stage: 't', actor: 'cli' }],
+      entries: [{ op: 'put', collection: 'approved', id: ID, entry: { id: ID } }],
+    });
     expect(put.ok).toBe(true);
     store.losses = 1;
     store.rival = (proposal) => ({ ...proposal, hit_count: 4 });

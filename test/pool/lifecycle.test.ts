@@ -28,8 +28,10 @@ describe('the pool events of the shipped machine', () => {
   });
 
   it('refuses an undo at zero and an unknown result, naming the status', () => {
-    expect(step(approved(), 'undo_outcome', { result: 'hit' })).toMatchObject({ kind: 'refused', message: 'P (approved): there is no hit to take back (hit_count is 0)' });
-    expect(step({ ...approved(), hit_count: 2 }, 'undo_outcome', { result: 'miss' })).toMatchObject({ kind: 'refused', message: 'P (approved): there is no miss to take back (miss_count is 0)' });
+    const noHit = 'P (approved): there is no hit to take back (hit_count is 0)';
+    const noMiss = 'P (approved): there is no miss to take back (miss_count is 0)';
+    expect(step(approved(), 'undo_outcome', { result: 'hit' })).toMatchObject({ kind: 'refused', message: noHit });
+    expect(step({ ...approved(), hit_count: 2 }, 'undo_outcome', { result: 'miss' })).toMatchObject({ kind: 'refused', message: noMiss });
     expect(step(approved(), 'record_outcome', { result: 'maybe' })).toMatchObject({ kind: 'refused', message: 'P (approved): the result must be hit or miss' });
     expect(step(approved(), 'record_outcome', {})).toMatchObject({ kind: 'refused', message: 'P (approved): the result must be hit or miss' });
   });
@@ -40,10 +42,11 @@ describe('the pool events of the shipped machine', () => {
     const proposal = archived.kind === 'commit' ? archived.proposal : {};
     expect(step(proposal, 'restore')).toMatchObject({ kind: 'commit', to: 'approved', moves: [{ from: 'archived', to: 'approved' }] });
     expect(step(proposal, 'archive')).toMatchObject({ kind: 'refused', message: 'P is archived; archive applies only to approved proposals' });
-    expect(step(proposal, 'record_outcome', { result: 'hit' })).toMatchObject({ kind: 'refused', message: 'P is archived; record_outcome applies only to approved proposals' });
+    const notApproved = (status: string) => `P is ${status}; record_outcome applies only to approved proposals`;
+    expect(step(proposal, 'record_outcome', { result: 'hit' })).toMatchObject({ kind: 'refused', message: notApproved('archived') });
     expect(step(approved(), 'restore')).toMatchObject({ kind: 'refused', message: 'P is approved; restore applies only to archived proposals' });
     for (const status of ['pending', 'confirmed', 'passed', 'rejected']) {
-      expect(step({ id: 'P', status }, 'record_outcome', { result: 'hit' })).toMatchObject({ kind: 'refused', message: `P is ${status}; record_outcome applies only to approved proposals` });
+      expect(step({ id: 'P', status }, 'record_outcome', { result: 'hit' })).toMatchObject({ kind: 'refused', message: notApproved(status) });
     }
   });
 

@@ -7,12 +7,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Pipeline } from '../../engine/config/load.js';
 import { Engine } from '../../engine/engine.js';
 import type { PoolConfig } from '../../engine/pool/config.js';
+import { EMPTY_COLUMNS } from '../../engine/pool/columns.js';
 import { PoolIndex } from '../../engine/pool/pool-index.js';
 import { poolOf, top } from '../../engine/pool/pool.js';
 import { rowOf } from '../../engine/pool/rows.js';
 import { MemoryStore } from '../../engine/store/memory-store.js';
 import { storeLayout } from '../../engine/store/open.js';
-import type { ReadResult } from '../../engine/store/types.js';
+import type { AuditRow, ReadResult } from '../../engine/store/types.js';
 import { candidate, fixedClock, shippedPipeline } from '../helpers.js';
 
 let pipeline: Pipeline;
@@ -50,11 +51,14 @@ function approved(n: number, extra: Record<string, unknown> = {}) {
   };
 }
 
+/** The audit row of a proposal written straight into the pool (tests only). */
+const created = (id: string): AuditRow => ({ at: '2026-10-01T00:00:00Z', id, event: 'create', from: null, to: 'approved', stage: 'test', actor: 'cli' });
+
 async function seeded(count: number): Promise<{ store: CountingStore; engine: Engine }> {
   const store = new CountingStore(storeLayout(pipeline));
   for (let n = 1; n <= count; n++) {
     const proposal = approved(n);
-    await store.create({ proposal, key: proposal.artifact_id, audit: { at: '2026-10-01T00:00:00Z', id: proposal.id, event: 'create', from: null, to: 'approved', stage: 'test', actor: 'cli' } });
+    await store.create({ proposal, key: proposal.artifact_id, audit: created(proposal.id) });
   }
   return { store, engine: new Engine({ pipeline, store, clock: fixedClock() }) };
 }
@@ -79,7 +83,10 @@ describe('the pool index', () => {
     if (!read.ok) throw new Error('missing');
     const outcome = await engine.applyTo(read.stored, 'record_outcome', { result: 'hit' }, { stage: 'pool', actor: 'cli' });
     expect(outcome.kind).toBe('committed');
-    for (let i = 0; i < 3; i++) await engine.applyTo((await store.read(idOf(40)) as Extract<ReadResult, { kind: 'found' }>).stored, 'record_outcome', { result: 'hit' }, { stage: 'pool', actor: 'cli' });
+    for (let i = 0; i < 3; i++) {
+      const again = (await store.read(idOf(40))) as Extract<ReadResult, { kind: 'found' }>;
+      await engine.applyTo(again.stored, 'record_outcome', { result: 'hit' }, { stage: 'pool', actor: 'cli' });
+    }
     store.reads = 0;
     const { index } = await PoolIndex.open(store, pool);
     expect(store.reads).toBe(1);
@@ -90,10 +97,12 @@ describe('the pool index', () => {
     const { store, engine } = await seeded(5);
     await top(engine, pool, {}, 5, NOW);
     const entering = approved(9);
-    await store.create({ proposal: entering, key: entering.artifact_id, audit: { at: 'x', id: entering.id, event: 'create', from: null, to: 'approved', stage: 't', actor: 'cli' } });
+    await store.create({ proposal: entering, key: entering.artifact_id, audit: created(entering.id) });
     const leaving = await store.read(idOf(2));
     if (leaving.kind !== 'found') throw new Error('missing');
-    await store.commit({ id: idOf(2), version: leaving.stored.version, next: { ...leaving.stored.proposal, status: 'archived' }, audit: [{ at: 'x', id: idOf(2), event: 'archive', from: 'approved', to: 'archived', stage: 't', actor: 'cli' }] });
+    const archived = { ...leaving.stored.proposal, status: 'archived' };
+    const audit: AuditRow[] = [{ at: 'x', id: idOf(2), event: 'archive', from: 'approved', to: 'archived', stage: 't', actor: 'cli' }];
+    await store.commit({ id: idOf(2), version: leaving.stored.version, next: archived, audit });
     const { index, rebuilt } = await PoolIndex.open(store, pool);
     expect(rebuilt).toBe(false);
     expect([...index.rows()].map((row) => row.id).sort()).toEqual([idOf(1), idOf(3), idOf(4), idOf(5), idOf(9)]);
@@ -106,7 +115,7 @@ describe('the pool index', () => {
     expect((await PoolIndex.open(store, pool, { rebuild: true })).rebuilt).toBe(true);
     const keys = [...(store as unknown as { shared: { cache: Map<string, string> } }).shared.cache.keys()].filter((key) => key.endsWith(':base'));
     expect(keys).toHaveLength(1);
-    await store.cache.put(keys[0]!, { v: 3, nonce: 'n', cursor: 'not a cursor', columns: { count: 0, ids: '', promoted: [], hits: [], misses: [], strings: [], stack: [], stackCount: [], files: [], filesCount: [], tasks: [], tasksCount: [] } });
+    await store.cache.put(keys[0]!, { v: 3, nonce: 'n', cursor: 'not a cursor', columns: EMPTY_COLUMNS });
     const again = await PoolIndex.open(store, pool);
     expect(again.rebuilt).toBe(true);
     expect([...again.index.rows()]).toHaveLength(5);

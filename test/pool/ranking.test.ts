@@ -5,7 +5,19 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { RankingConfig } from '../../engine/pool/config.js';
-import { clampK, compareScored, hitRate, hitWeight, matchOf, parseStacks, pruneCandidates, rankTop, recency, scoreRow, type PoolRow } from '../../engine/pool/ranking.js';
+import {
+  clampK,
+  compareScored,
+  hitRate,
+  hitWeight,
+  matchOf,
+  parseStacks,
+  pruneCandidates,
+  rankTop,
+  recency,
+  scoreRow,
+  type PoolRow,
+} from '../../engine/pool/ranking.js';
 
 const RANKING: RankingConfig = { halfLifeDays: 180, k: 3, maxK: 50, minOutcomes: 3, hitWeight: { untested: 1, base: 0.5, floor: 0.1 } };
 const PRUNE = { minOutcomes: 5, maxHitRate: 0.3 };
@@ -169,7 +181,8 @@ describe('score and top K', () => {
 
 describe('prune candidates', () => {
   it('needs at least 5 outcomes and a hit rate under 0.3', () => {
-    const rows = [row({ hits: 1, misses: 3 }), row({ hits: 1, misses: 4 }), row({ hits: 2, misses: 3 }), row({ hits: 0, misses: 5 }), row({ hits: 3, misses: 7 })];
+    const counts: [number, number][] = [[1, 3], [1, 4], [2, 3], [0, 5], [3, 7]];
+    const rows = counts.map(([hits, misses]) => row({ hits, misses }));
     const chosen = pruneCandidates(rows, PRUNE, 3).map((candidate) => candidate.row.id);
     expect(chosen).toEqual([rows[3]!.id, rows[1]!.id]);
     expect(pruneCandidates([row({ hits: 3, misses: 7 })], PRUNE, 3)).toEqual([]); // exactly 0.3 is not below

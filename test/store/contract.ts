@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { AuditRow, Change, Lease, Store, StoreLayout } from '../../engine/store/types.js';
+import type { AuditRow, Change, EntryWrite, Lease, Store, StoreLayout } from '../../engine/store/types.js';
 
 export interface ContractHooks {
   /** A fresh, empty store with `layout`. */
@@ -179,7 +179,8 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         const entry = { z: 1, id: A, a: { y: [2, { x: null }], b: 'é\u2028' }, m: -0.5 };
         const since = await store.changes();
         let result = await store.commit({ ...change(A, version, 'approved'), entries: [{ op: 'put', collection: 'approved', id: A, entry }] });
-        for (const [from, to, status] of [['approved', 'archived', 'archived'], ['archived', 'approved', 'approved'], ['approved', 'archived', 'archived']] as const) {
+        const moves = [['approved', 'archived', 'archived'], ['archived', 'approved', 'approved'], ['approved', 'archived', 'archived']] as const;
+        for (const [from, to, status] of moves) {
           version = result.ok ? result.version : '';
           result = await store.commit({ ...change(A, version, status), audit: [audit(A, status, from, 'move')], entries: [{ op: 'move', from, to, id: A }] });
           expect(result.ok).toBe(true);
@@ -192,9 +193,11 @@ export function storeContract(name: string, hooks: ContractHooks): void {
       it('refuses a move onto an entry that is already there, writing nothing', async () => {
         const store = await make();
         const version = await created(store, A);
-        const first = await store.commit({ ...change(A, version, 'approved'), entries: [{ op: 'put', collection: 'approved', id: A, entry: { v: 1 } }, { op: 'put', collection: 'archived', id: A, entry: { v: 2 } }] });
+        const both: EntryWrite[] = [{ op: 'put', collection: 'approved', id: A, entry: { v: 1 } }, { op: 'put', collection: 'archived', id: A, entry: { v: 2 } }];
+        const first = await store.commit({ ...change(A, version, 'approved'), entries: both });
         const next = first.ok ? first.version : '';
-        const moved = await store.commit({ ...change(A, next, 'archived'), audit: [audit(A, 'archived', 'approved', 'archive')], entries: [{ op: 'move', from: 'approved', to: 'archived', id: A }] });
+        const move: EntryWrite[] = [{ op: 'move', from: 'approved', to: 'archived', id: A }];
+        const moved = await store.commit({ ...change(A, next, 'archived'), audit: [audit(A, 'archived', 'approved', 'archive')], entries: move });
         expect(moved).toMatchObject({ ok: false, reason: 'entry' });
         expect(await store.readEntry('approved', A)).toEqual({ v: 1 });
         expect(await store.readEntry('archived', A)).toEqual({ v: 2 });

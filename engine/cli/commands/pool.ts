@@ -42,7 +42,13 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
     positionals: [2, 2],
     names: ['<id>', 'hit|miss'],
   },
-  archive: { usage: 'pipeline pool archive <id>', summary: 'take a proposal out of use (its pool entry is moved, not deleted)', options: [], positionals: [1, 1], names: ['<id>'] },
+  archive: {
+    usage: 'pipeline pool archive <id>',
+    summary: 'take a proposal out of use (its pool entry is moved, not deleted)',
+    options: [],
+    positionals: [1, 1],
+    names: ['<id>'],
+  },
   restore: { usage: 'pipeline pool restore <id>', summary: 'put an archived proposal back in use', options: [], positionals: [1, 1], names: ['<id>'] },
   prune: {
     usage: `pipeline pool prune [--execute [--plan-only]] [--max-archive N] [--json]      (--execute needs ${PRUNE_GATE}=1)`,
@@ -120,7 +126,8 @@ export async function runPool(context: Context): Promise<number> {
       if (outcome.kind !== 'committed' || context.json) return printOutcome(context.out, outcome);
       const hits = counterOf(outcome.proposal, pool.fields.hits);
       const misses = counterOf(outcome.proposal, pool.fields.misses);
-      context.out.line(`${outcome.id} ${args[1]} ${undo ? 'taken back' : 'recorded'}: ${hits} ${hits === 1 ? 'hit' : 'hits'}, ${misses} ${misses === 1 ? 'miss' : 'misses'}`);
+      const counts = `${hits} ${hits === 1 ? 'hit' : 'hits'}, ${misses} ${misses === 1 ? 'miss' : 'misses'}`;
+      context.out.line(`${outcome.id} ${args[1]} ${undo ? 'taken back' : 'recorded'}: ${counts}`);
       return EXIT.ok;
     }
     case 'archive':
