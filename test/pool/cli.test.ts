@@ -221,6 +221,13 @@ describe('pool top', () => {
     expect(readdirSync(path.join(t.storeDir, 'cache')).length).toBeGreaterThan(0);
   });
 
+  it('creates nothing in a store that was never written (no index is kept there)', async () => {
+    const store = path.join(tempDir(), 'never-made');
+    expect(await pool(store, ['top', '--json'])).toMatchObject({ code: 0, stdout: '[]\n' });
+    expect(await pool(store, ['prune', '--json'])).toMatchObject({ code: 0, stdout: '{\n  "candidates": [],\n  "archived": []\n}\n' });
+    expect(existsSync(store)).toBe(false);
+  });
+
   it('--rebuild rebuilds the index and ranks the same', async () => {
     for (let i = 0; i < 3; i++) await t.inUse();
     const first = await pool(t.storeDir, ['top']);
