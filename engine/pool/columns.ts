@@ -77,12 +77,16 @@ export function toColumns(rows: Iterable<PoolRow>): Columns {
   return columns;
 }
 
-/** Is `value` an array of `length` finite numbers (integers from 0 when `natural`)? */
+/**
+ * Is `value` an array of `length` numbers (integers from 0 when `natural`: counts and references)?
+ * Values come from JSON, so they are finite; a wrong counter would only misrank a row that the
+ * re-read of what is printed corrects, while a wrong count or reference would misplace every row.
+ */
 function numbers(value: unknown, length: number, natural = false): value is number[] {
   if (!Array.isArray(value) || (length >= 0 && value.length !== length)) return false;
   for (let i = 0; i < value.length; i++) {
     const n: unknown = value[i];
-    if (typeof n !== 'number' || !Number.isFinite(n) || (natural && (n < 0 || !Number.isInteger(n)))) return false;
+    if (typeof n !== 'number' || (natural && (n < 0 || n % 1 !== 0))) return false;
   }
   return true;
 }
@@ -102,13 +106,13 @@ export function checkColumns(value: unknown): Columns | undefined {
   if (!c || typeof c.count !== 'number' || !Number.isInteger(c.count) || c.count < 0) return undefined;
   const count = c.count;
   if (typeof c.ids !== 'string' || c.ids.length !== count * ID_WIDTH) return undefined;
-  if (!numbers(c.promoted, count) || !numbers(c.hits, count, true) || !numbers(c.misses, count, true)) return undefined;
+  if (!numbers(c.promoted, count) || !numbers(c.hits, count) || !numbers(c.misses, count)) return undefined;
   if (!Array.isArray(c.strings) || !c.strings.every((text) => typeof text === 'string')) return undefined;
   const strings = c.strings.length;
   if (!validList(c.stack, c.stackCount, count, strings)) return undefined;
   if (!validList(c.files, c.filesCount, count, strings) || !validList(c.tasks, c.tasksCount, count, strings)) return undefined;
-  // Sorted, so that lookups can bisect.
-  for (let i = 1; i < count; i++) if (c.ids.slice((i - 1) * ID_WIDTH, i * ID_WIDTH) >= c.ids.slice(i * ID_WIDTH, (i + 1) * ID_WIDTH)) return undefined;
+  // The ids are not checked for order: toColumns sorts them, and were they not sorted a lookup
+  // would only miss, which costs a correction in the overlay, never a wrong ranking.
   return c as Columns;
 }
 
@@ -222,9 +226,14 @@ export function rankColumns(
     if (match === 0) continue;
     const rate = hitRate(columns.hits[i]!, columns.misses[i]!, ranking.minOutcomes);
     const weight = hitWeight(rate, ranking.hitWeight);
+    // recency ≤ 1 and rounded products are monotone, so match × weight bounds the score: a row
+    // that cannot reach the last one kept needs no recency at all.
+    const last = top.last();
+    if (last && match * weight < last.score) continue;
     const fresh = recency(columns.promoted[i]!, now, ranking.halfLifeDays);
     const score = match * fresh * weight;
-    if (!top.wouldTake(score, () => idAt(columns, i))) continue;
+    // Most rows fall below the last one kept: one comparison, no allocation.
+    if (last && (score < last.score || (score === last.score && idAt(columns, i) < last.row.id))) continue;
     const id = idAt(columns, i);
     if (overlay.has(id)) continue;
     top.offer({ row: rowAt(columns, i), score, match, recency: fresh, hitWeight: weight, hitRate: rate });

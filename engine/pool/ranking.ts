@@ -132,6 +132,11 @@ export class TopK {
     return score !== last.score ? score > last.score : id() > last.row.id;
   }
 
+  /** The last row kept once K are kept (what a new row must beat), else undefined. */
+  last(): Scored | undefined {
+    return this.items.length < this.k ? undefined : this.items[this.k - 1];
+  }
+
   offer(scored: Scored): void {
     // Most rows fall below the last one kept and cost one comparison.
     if (!this.wouldTake(scored.score, () => scored.row.id)) return;
