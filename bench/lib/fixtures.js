@@ -171,7 +171,7 @@ export function writePoolStore(dir, total) {
     const row = (event, from, to, stage, actor) => JSON.stringify({ at: AT, id, event, from, to, stage, actor });
     events.push(row('create', null, 'pending', 'transform', 'run'), row('confirm', 'pending', 'confirmed', 'review', 'cli'));
     events.push(row('approve', 'confirmed', 'approved', 'judge', 'run'), row('promote', 'approved', 'approved', 'promote', 'run'));
-    if (samples.length < 20 && i % 10 === 5) samples.push(id);
+    if (samples.length < 20 && (i % 10 === 5 || total < 100)) samples.push(id);
   }
   writeFileSync(path.join(dir, 'events.jsonl'), `${events.join('\n')}\n`);
   return { samples };

@@ -95,8 +95,9 @@ export function renderTables(results, verdicts) {
   }
   if (results.pool?.length) {
     const cell = (timing) => (timing ? `${ms(timing.medianMs)} / ${mb(timing.maxRssKb)}` : '—');
-    parts.push(table('The pool in use, the real binary (median; peak RSS)', ['in use', 'top first', 'top warm', 'top --file --task', 'outcome', 'top after outcomes', 'prune (dry run)'],
-      results.pool.map((pool) => [pool.size, cell(pool.topFirst), cell(pool.topWarm), cell(pool.topWarmFileTask), cell(pool.outcome), cell(pool.topAfterOutcomes), cell(pool.pruneDry)])));
+    const header = ['in use', 'top first', 'top warm', 'top --file --task', 'outcome', 'top after outcomes', 'prune (dry run)', 'outcome, pool of 20'];
+    const row = (pool) => [pool.size, cell(pool.topFirst), cell(pool.topWarm), cell(pool.topWarmFileTask), cell(pool.outcome), cell(pool.topAfterOutcomes)];
+    parts.push(table('The pool in use, the real binary (median; peak RSS)', header, results.pool.map((pool) => [...row(pool), cell(pool.pruneDry), cell(pool.outcomeSmallStore)])));
   }
   if (results.coldStart) {
     const cold = results.coldStart;

@@ -3,7 +3,8 @@
  * yet: it is built from a listing) and warm (5 runs, median), with a stack filter and with file
  * and task filters; one `pool outcome` (5 runs on different proposals); `pool top` again right
  * after those outcomes (the index catches up on the 5 changed proposals); and `pool prune` as a
- * dry run. Each run is a new process of the real binary, as a person or a hook would start it.
+ * dry run. For comparison, `pool outcome` on a pool of 20: what a commit costs when the store is
+ * small. Each run is a new process of the real binary, as a person or a hook would start it.
  */
 import { rmSync } from 'node:fs';
 import path from 'node:path';
@@ -43,6 +44,11 @@ export function measurePool(size, { warmRuns = 5, log = () => {} } = {}) {
     result.pruneDry = summary(timeCommand(args('pool', 'prune', '--json'), env, work.dir, { runs: 3 }));
     const round = (timing) => `${Math.round(timing.medianMs)} ms`;
     log(`  pool outcome ${round(result.outcome)}; top after outcomes ${round(result.topAfterOutcomes)}; prune (dry) ${round(result.pruneDry)}`);
+    const small = path.join(work.dir, 'small');
+    const few = writePoolStore(small, 20).samples;
+    runOnce(['--store', small, 'status'], env, work.dir);
+    const smallArgs = () => ['--store', small, 'pool', 'outcome', few.shift(), 'hit', '--consumer', 'bench'];
+    result.outcomeSmallStore = summary(timeCommand([], env, work.dir, { runs: Math.min(warmRuns, 2), argsOf: smallArgs }));
     return result;
   } finally {
     work.cleanup();
