@@ -314,6 +314,17 @@ describe('pool prune', () => {
   });
 });
 
+describe('pool prune --execute with nothing to prune', () => {
+  it('still writes a receipt (the run is on record) and archives nothing', async () => {
+    await t.inUse();
+    const result = await pool(t.storeDir, ['prune', '--execute', '--json'], { env: GATE, now: '2026-12-02T00:00:00Z' });
+    expect(result).toMatchObject({ code: 0 });
+    expect(JSON.parse(result.stdout)).toEqual({ candidates: [], archived: [] });
+    const receipt = JSON.parse(readFileSync(path.join(t.storeDir, 'prune-receipts', '2026-12-02T00:00:00Z.json'), 'utf8'));
+    expect(receipt).toEqual({ at: '2026-12-02T00:00:00Z', min_outcomes: 5, max_hit_rate: 0.3, max_archive: 3, candidates: [], archived: [] });
+  });
+});
+
 describe('the pool command', () => {
   it('refuses an unknown subcommand with a hint, and no subcommand with the usage', async () => {
     const unknown = await pool(t.storeDir, ['tpo']);
