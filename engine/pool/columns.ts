@@ -116,6 +116,7 @@ export function checkColumns(value: unknown): Columns | undefined {
   return c as Columns;
 }
 
+/** The id of row `i`. */
 export function idAt(columns: Columns, i: number): string {
   return columns.ids.slice(i * ID_WIDTH, (i + 1) * ID_WIDTH);
 }

@@ -111,6 +111,7 @@ function label(context: Context, option: string, usage: string): string | undefi
   return value;
 }
 
+/** `pipeline pool <subcommand>`: checks the subcommand, its options and arguments, then runs it; resolves to the exit code. */
 export async function runPool(context: Context): Promise<number> {
   const { name, sub, args } = subcommandOf(context);
   const usage = sub.usage;
