@@ -4,9 +4,9 @@
  * runs every scenario in its own process — so each peak RSS is that scenario's alone — prints
  * the tables and writes bench/results.json.
  *
- *   node bench/run.js [--quick] [--only lifecycle,stores,cold,latency,postgres]
+ *   node bench/run.js [--quick] [--only lifecycle,stores,cold,latency,pool,postgres]
  *
- * --quick: N = 1,000 only, stores up to 10,000, shorter latency runs (a smoke test, not the numbers).
+ * --quick: N = 1,000 only, stores up to 10,000, a pool of 10,000, shorter latency runs (a smoke test, not the numbers).
  */
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { perProposal, renderTables, targets } from './lib/report.js';
+import { measurePool } from './scenarios/pool.js';
 import { measureColdStart, measureStore } from './scenarios/queries.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -26,6 +27,7 @@ const wanted = (name) => !only || only.has(name);
 const plan = {
   lifecycle: quick ? [1000] : [1000, 10_000],
   stores: quick ? [1000, 10_000] : [1000, 10_000, 100_000],
+  pool: quick ? [10_000] : [100_000],
   // [C, L ms, mode]; N is chosen so every run's ideal is 4 s (1 s quick). L = 100 ms is the stress
   // case (C=32 needs 320 proposals/s); 1 s is closer to a real model.
   latency: [1, 8, 32].flatMap((c) => [[c, 100, 'promote'], [c, 100, 'judge-only'], [c, 1000, 'promote']]),
@@ -70,6 +72,13 @@ if (wanted('stores')) {
   for (const size of plan.stores) {
     log(`stores: ${size} proposals…`);
     results.stores.push(measureStore(size, { log }));
+  }
+}
+if (wanted('pool')) {
+  results.pool = [];
+  for (const size of plan.pool) {
+    log(`pool: ${size} approved proposals in use…`);
+    results.pool.push(measurePool(size, { log }));
   }
 }
 if (wanted('cold')) {

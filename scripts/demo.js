@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run demo`: the whole shipped pipeline, offline, on the example artifacts — transform, a
-// scripted review (confirm at each visibility, pass one, leave one pending), judge, promote — in
-// a fresh temporary store. No network, no API key.
+// scripted review (confirm at each visibility, pass one, leave one pending), judge, promote, then
+// a few outcomes and the pool's ranking — in a fresh temporary store. No network, no API key.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
@@ -73,5 +73,11 @@ for (const row of declined) {
 }
 const rejected = declined.find((row) => row.id);
 if (rejected) console.log(`a proposal can be named by its artifact id too: npx pipeline show ${rejected.artifact_id} --history`);
+console.log('\n# the pool in use: sessions say whether a lesson helped; top ranks by match × recency × hit weight');
+const inUse = JSON.parse(pipeline(['pool', 'top', '--k', '5', '--json'], { show: false })).map((row) => row.id);
+for (let i = 0; i < 3; i++) pipeline(['pool', 'outcome', inUse[0], 'hit', '--consumer', 'demo', '--session', `session-${i + 1}`]);
+for (let i = 0; i < 5; i++) pipeline(['pool', 'outcome', inUse[1], 'miss', '--consumer', 'demo', '--session', `session-${i + 1}`], { show: i === 4 });
+pipeline(['pool', 'top', '--k', '5']);
+pipeline(['pool', 'prune']);
 console.log(`\nthe audit log is ${path.join(store, 'events.jsonl')}`);
 console.log(`look at the lifecycle with: npx pipeline --store ${shellQuote(store)} viz --out lifecycle.html`);

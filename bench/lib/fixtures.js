@@ -143,3 +143,36 @@ export function writeStore(dir, total, confirmed, visibility = visibilityOf) {
   for (const [name, rows] of Object.entries(logs)) if (rows.length) writeFileSync(path.join(dir, `${name}.jsonl`), `${rows.join('\n')}\n`);
   return { counts, samples };
 }
+
+/**
+ * A pool of `total` approved, promoted proposals (SPEC §5.8, §9) in the store's file format, with
+ * promotions spread over two years and outcome counters on a tenth of them — a few hundred of
+ * those bad enough to be prune candidates — and their audit rows. Pool entries are left out: the
+ * measured commands (`pool top`, `pool outcome`, `pool prune` as a dry run) do not read them.
+ */
+export function writePoolStore(dir, total) {
+  const proposals = path.join(dir, 'proposals');
+  mkdirSync(proposals, { recursive: true });
+  const ids = idGenerator();
+  const events = [];
+  const samples = [];
+  const start = Date.parse('2026-11-01T00:00:00Z');
+  for (let i = 0; i < total; i++) {
+    const id = ids();
+    const artifactId = `01J0ART${String(i).padStart(19, '0')}`;
+    const proposal = proposalIn('approved', i, id, artifactId);
+    proposal.promoted_at = new Date(start - (i % 730) * 86_400_000 - (i % 86_400) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    if (i % 10 === 0) {
+      proposal.hit_count = i % 7;
+      proposal.miss_count = (i * 3) % 11;
+      proposal.last_outcome_at = proposal.promoted_at;
+    }
+    writeFileSync(path.join(proposals, `${id}.json`), `${JSON.stringify(proposal, null, 2)}\n`);
+    const row = (event, from, to, stage, actor) => JSON.stringify({ at: AT, id, event, from, to, stage, actor });
+    events.push(row('create', null, 'pending', 'transform', 'run'), row('confirm', 'pending', 'confirmed', 'review', 'cli'));
+    events.push(row('approve', 'confirmed', 'approved', 'judge', 'run'), row('promote', 'approved', 'approved', 'promote', 'run'));
+    if (samples.length < 20 && (i % 10 === 5 || total < 100)) samples.push(id);
+  }
+  writeFileSync(path.join(dir, 'events.jsonl'), `${events.join('\n')}\n`);
+  return { samples };
+}

@@ -52,6 +52,12 @@ export function targets(results) {
       add(`${name}, 100,000 proposals`, ms(store[key].medianMs), '< 1 s', store[key].medianMs < 1000);
     }
   }
+  for (const pool of results.pool ?? []) {
+    const at = `${pool.size.toLocaleString('en')} in use`;
+    add(`pool top, warm, ${at}`, ms(pool.topWarm.medianMs), '< 500 ms', pool.topWarm.medianMs < 500);
+    add(`pool top right after 5 outcomes, ${at}`, ms(pool.topAfterOutcomes.medianMs), '< 500 ms', pool.topAfterOutcomes.medianMs < 500);
+    add(`pool outcome, ${at}`, ms(pool.outcome.medianMs), '< 300 ms', pool.outcome.medianMs < 300);
+  }
   const small = results.stores?.find((store) => store.size === 1000);
   if (small) add('list 1,000 confirmed as JSON', `${ms(small.listWarm.medianMs)} = ${times(REFERENCE.list1000Json / small.listWarm.medianMs)} faster`, 'faster than 25 s', small.listWarm.medianMs < REFERENCE.list1000Json);
   if (results.coldStart) {
@@ -98,6 +104,12 @@ export function renderTables(results, verdicts) {
     const cell = (timing) => (timing ? `${ms(timing.medianMs)} / ${mb(timing.maxRssKb)}` : '—');
     parts.push(table('The real binary, one process per run (median; peak RSS)', ['proposals', 'status first', 'status warm', 'list first', 'list warm', 'unconfirm one', 'run promote (idle)'],
       results.stores.map((store) => [store.size, cell(store.statusFirst), cell(store.statusWarm), cell(store.listFirst), cell(store.listWarm), cell(store.reviewOne), cell(store.runPromoteIdle)])));
+  }
+  if (results.pool?.length) {
+    const cell = (timing) => (timing ? `${ms(timing.medianMs)} / ${mb(timing.maxRssKb)}` : '—');
+    const header = ['in use', 'top first', 'top warm', 'top --file --task', 'outcome', 'top after outcomes', 'prune (dry run)', 'outcome, pool of 20'];
+    const row = (pool) => [pool.size, cell(pool.topFirst), cell(pool.topWarm), cell(pool.topWarmFileTask), cell(pool.outcome), cell(pool.topAfterOutcomes)];
+    parts.push(table('The pool in use, the real binary (median; peak RSS)', header, results.pool.map((pool) => [...row(pool), cell(pool.pruneDry), cell(pool.outcomeSmallStore)])));
   }
   if (results.coldStart) {
     const cold = results.coldStart;

@@ -10,6 +10,7 @@ import type { Context } from './context.js';
 import { runInit } from './commands/init.js';
 import { runJudge, verdictFormatHelp } from './commands/judge.js';
 import { runList, runPropose, runShow, runStatus } from './commands/queue.js';
+import { POOL_OPTIONS, POOL_SUMMARY, POOL_USAGE, runPool } from './commands/pool.js';
 import { runPromote } from './commands/promote.js';
 import { runRescore } from './commands/rescore.js';
 import { runRun } from './commands/run.js';
@@ -231,6 +232,21 @@ export const BUILT_INS: CommandSpec[] = [
     example: "pipeline store copy --from .pipeline --to 'postgres://me@db:5432/pipeline?schema=lessons'",
     details: () => ['Copies proposals, the audit log, the ledgers, pool entries and documents (not the answer cache), in order, and checks the counts.'],
     run: runStore,
+  },
+  {
+    name: 'pool',
+    usage: POOL_USAGE,
+    summary: POOL_SUMMARY,
+    options: POOL_OPTIONS,
+    positionals: [1, 3],
+    positionalNames: ['<subcommand>'],
+    arguments: [
+      { name: '<subcommand>', description: 'top, outcome, archive, restore or prune (SPEC §5.8)' },
+      { name: '<id>', description: 'outcome, archive, restore: the proposal, by id or by its source key', default: 'top and prune take none' },
+      { name: 'hit|miss', description: 'outcome: whether the proposal helped', allowed: ['hit', 'miss'], default: 'only outcome takes it' },
+    ],
+    example: 'pipeline pool top --stack vite --k 3 --json',
+    run: runPool,
   },
   {
     name: 'init',

@@ -5,6 +5,7 @@
  */
 import type { Issue } from '../errors.js';
 import { checkExpression, type ExprRules } from '../expr/check.js';
+import { checkPool } from '../pool/config.js';
 import { flattenTransitions, normalizeTransitions, reachableStates } from '../lifecycle/machine.js';
 import { isObject } from '../util/json-path.js';
 import { didYouMean, listWords } from '../util/suggest.js';
@@ -51,6 +52,7 @@ export function crossCheck(context: Context): Issue[] {
   checkMachine(context, out);
   checkStages(context, out);
   checkRubrics(context, out);
+  if (context.def.pool && context.sources.pipeline) out.issues.push(...checkPool(context.def.pool, context.machine, context.sources.pipeline));
   return out.issues;
 }
 

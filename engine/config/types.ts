@@ -1,4 +1,5 @@
 /** The configuration as the engine sees it after loading (SPEC §1–§2). Plain data. */
+import type { PoolDef } from '../pool/config.js';
 import type { JsonObject } from '../util/json-path.js';
 
 export interface ProposalShape {
@@ -181,4 +182,6 @@ export interface PipelineDef {
   secrets?: Record<string, SecretDef>;
   providers?: Record<string, ProviderDef>;
   defaults?: Partial<{ concurrency: number; timeout: number | string; attempts: number; claim_ttl: number | string }>;
+  /** The pool in use (SPEC §5.8). */
+  pool?: PoolDef;
 }

@@ -140,7 +140,7 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
   const selection = await kind.select(options);
   for (const [outcome, n] of Object.entries(selection.counted ?? {})) summary.counts[outcome] = (summary.counts[outcome] ?? 0) + n;
   if (kind.mustPlan(options) && !(await confirmSpend(await kind.plan(await unitsOf(engine, selection, options.limit), options), kind.noun, options))) return summary;
-  await engine.store.recover();
+  await engine.store.recover({ sweep: true });
 
   const ttl = options.claimTtlMs ?? engine.pipeline.defaults.claimTtl * 1000;
   const total = options.limit === undefined ? selection.total : Math.min(selection.total, options.limit);

@@ -714,12 +714,13 @@ export class FileStore implements Store {
   // ---------------------------------------------------------------- crash recovery
 
   /**
-   * Finish the commits dead processes left half-done (cheap when there are none: one directory
-   * listing). The first call of a process also sweeps the temp and owner files of dead processes.
+   * Finish the commits dead processes left half-done (cheap when there are none: one listing of
+   * the journals). With `sweep` (a run's start), also remove the temp and owner files of dead
+   * processes — a listing of every directory, which a single command has no need to pay for.
    */
-  async recover(): Promise<number> {
+  async recover(options: { sweep?: boolean } = {}): Promise<number> {
     if (!existsSync(this.location)) return 0;
-    if (!this.swept) {
+    if (options.sweep && !this.swept) {
       this.swept = true;
       const subdirs = await fs.readdir(this.location, { withFileTypes: true }).catch(() => []);
       const claims = await fs.readdir(path.join(this.location, '.claims')).catch(() => []);
@@ -769,7 +770,12 @@ export class FileStore implements Store {
             await held.release();
           }
         }
-        unlinkSync(file);
+        try {
+          unlinkSync(file);
+        } catch (error) {
+          // Its owner, exiting cleanly, removed it itself between our listing and now.
+          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        }
       }
     } finally {
       await lock.release();

@@ -112,7 +112,7 @@ export class MemoryStore implements Store {
 
   async close(): Promise<void> {}
 
-  async recover(): Promise<number> {
+  async recover(_options: { sweep?: boolean } = {}): Promise<number> {
     return 0; // nothing is ever half-written here
   }
 

@@ -211,7 +211,7 @@ export class PostgresStore implements Store {
     await pool?.end();
   }
 
-  async recover(): Promise<number> {
+  async recover(_options: { sweep?: boolean } = {}): Promise<number> {
     // Nothing is ever half-written here; the reaper drops leases long expired (their work is
     // claimable as soon as they expire — this only keeps the table small).
     if (!(await this.exists())) return 0;

@@ -197,8 +197,12 @@ export interface Store {
   /** Fill an empty store with a dump, exactly (texts, rows and their order kept). */
   load(items: AsyncIterable<Dumped>): Promise<void>;
 
-  /** Finish whatever a crashed writer left half-done; cheap when there is nothing. Returns how many commits were finished. */
-  recover(): Promise<number>;
+  /**
+   * Finish whatever a crashed writer left half-done; cheap when there is nothing. `sweep` also
+   * clears what killed processes left lying around (a batch run's start; costs a listing of the
+   * store). Returns how many commits were finished.
+   */
+  recover(options?: { sweep?: boolean }): Promise<number>;
   close(): Promise<void>;
 }
 

@@ -85,7 +85,7 @@ describe.skipIf(!PG_URL)('one command-line session, on every backend', () => {
     const database = await session(url);
     expect(database.seen).toEqual(files.seen);
     expect(files.seen['unconfirm restores the bytes']).toBe(true);
-    expect(files.seen['status']).toEqual({ pending: 0, confirmed: 0, passed: 1, approved: 2, rejected: 1 });
+    expect(files.seen['status']).toEqual({ pending: 0, confirmed: 0, passed: 1, approved: 2, rejected: 1, archived: 0 });
     expect(normalized(await dump(url), database.ids)).toEqual(normalized(await dump(dir), files.ids));
   }, 60_000);
 

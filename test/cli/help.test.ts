@@ -44,7 +44,7 @@ describe('pipeline help', () => {
       options:
         --state S            the state to list; all lists every state (default:
                              pending) — one of pending, confirmed, passed, approved,
-                             rejected or all
+                             rejected, archived or all
         --where FIELD=VALUE  only proposals whose FIELD (a dotted path) equals VALUE;
                              repeatable, all must hold (default: no filter)
         --grep TEXT          only proposals whose title contains TEXT, in any case

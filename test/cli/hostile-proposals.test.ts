@@ -94,7 +94,7 @@ describe('statuses named like members of Object.prototype', () => {
     const env = store();
     const status = await runIn(['status'], env);
     expect(status.code).toBe(0);
-    expect(status.stdout).toBe('pending 1\nconfirmed 0\npassed 0\napproved 0\nrejected 0\n');
+    expect(status.stdout).toBe('pending 1\nconfirmed 0\npassed 0\napproved 0\nrejected 0\narchived 0\n');
     expect(status.stderr.trim().split('\n').sort()).toEqual(
       NAMES.map((name) => `warning: 1 proposal has status "${name}", which the lifecycle does not know — not counted`).sort(),
     );
@@ -103,8 +103,8 @@ describe('statuses named like members of Object.prototype', () => {
 
   it('status --json has exactly the machine states', async () => {
     const status = await runIn(['status', '--json'], store());
-    expect(Object.keys(JSON.parse(status.stdout))).toEqual(['pending', 'confirmed', 'passed', 'approved', 'rejected']);
-    expect(JSON.parse(status.stdout)).toEqual({ pending: 1, confirmed: 0, passed: 0, approved: 0, rejected: 0 });
+    expect(Object.keys(JSON.parse(status.stdout))).toEqual(['pending', 'confirmed', 'passed', 'approved', 'rejected', 'archived']);
+    expect(JSON.parse(status.stdout)).toEqual({ pending: 1, confirmed: 0, passed: 0, approved: 0, rejected: 0, archived: 0 });
   });
 
   it('list --state pending lists only the pending one; list --state constructor is an unknown state', async () => {
@@ -128,6 +128,7 @@ describe('statuses named like members of Object.prototype', () => {
       ['passed', 0],
       ['approved', 0],
       ['rejected', 0],
+      ['archived', 0],
     ]);
     expect(viz.stderr).toContain('1 proposal has status "constructor", which the lifecycle does not know — not shown');
     expect(viz.stderr).toContain('1 proposal has status "__proto__", which the lifecycle does not know — not shown');

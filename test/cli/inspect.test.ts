@@ -140,7 +140,7 @@ describe('list', () => {
     const state = await runIn(['list', '--state', 'aproved'], env);
     expect(state.code).toBe(1);
     expect(state.stderr).toMatchInlineSnapshot(`
-      "error: unknown state "aproved" (expected pending, confirmed, passed, approved, rejected or all); did you mean "approved"?
+      "error: unknown state "aproved" (expected pending, confirmed, passed, approved, rejected, archived or all); did you mean "approved"?
       usage: pipeline list [--state S|all] [--where FIELD=VALUE …] [--grep TEXT] [--json]
       "
     `);
@@ -173,7 +173,7 @@ describe('a store that does not exist', () => {
     const status = await runIn(['status', '--store', missing], {});
     expect(status.code).toBe(0);
     expect(status.stderr).toBe(`warning: no store at ${missing}; nothing has been written there yet\n`);
-    expect(status.stdout).toBe('pending 0\nconfirmed 0\npassed 0\napproved 0\nrejected 0\n');
+    expect(status.stdout).toBe('pending 0\nconfirmed 0\npassed 0\napproved 0\nrejected 0\narchived 0\n');
     const list = await runIn(['list', '--json'], { PIPELINE_STORE: missing });
     expect([list.stdout, list.stderr]).toEqual(['[]\n', `warning: no store at ${missing}; nothing has been written there yet\n`]);
     const show = await runIn(['show', '01JC8A7ZJ4W6V3X8RDY2C5N9KT'], { PIPELINE_STORE: missing });

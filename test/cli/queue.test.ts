@@ -32,7 +32,7 @@ describe('the review flow of issue 2, end to end', () => {
     expect(cli(['confirm', idA, '--visibility', 'org'], { env }).code).toBe(0);
     expect(cli(['pass', idB, 'not worth sharing'], { env }).code).toBe(0);
     const status = cli(['status'], { env });
-    expect(status.stdout).toBe('pending 0\nconfirmed 1\npassed 1\napproved 0\nrejected 0\n');
+    expect(status.stdout).toBe('pending 0\nconfirmed 1\npassed 1\napproved 0\nrejected 0\narchived 0\n');
     expect(events(store).map((row) => `${row['event']}:${row['from']}→${row['to']}`)).toEqual([
       'create:null→pending',
       'create:null→pending',
@@ -49,7 +49,7 @@ describe('queue commands', () => {
   it('status --json has exactly the machine states, zeros included', () => {
     const { env } = cliStore();
     const result = cli(['status', '--json'], { env });
-    expect(JSON.parse(result.stdout)).toEqual({ pending: 0, confirmed: 0, passed: 0, approved: 0, rejected: 0 });
+    expect(JSON.parse(result.stdout)).toEqual({ pending: 0, confirmed: 0, passed: 0, approved: 0, rejected: 0, archived: 0 });
   });
 
   it('list defaults to the initial state, sorts by id, prints "<id>  <title>"; --json prints [] when empty', () => {
@@ -67,7 +67,7 @@ describe('queue commands', () => {
     const { env } = cliStore();
     const result = cli(['list', '--state', 'limbo'], { env });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/unknown state "limbo" \(expected pending, confirmed, passed, approved, rejected or all\)/);
+    expect(result.stderr).toMatch(/unknown state "limbo" \(expected pending, confirmed, passed, approved, rejected, archived or all\)/);
     expect(result.stdout).toBe('');
   });
 

@@ -52,7 +52,7 @@ describe('run judge (issue 3, end to end)', () => {
     // the shipped pipeline promotes at once
     expect(readdirSync(path.join(store, 'approved'))).toHaveLength(summary.counts.approved);
     expect(ids.every((id) => proposalFile(store, id).promoted_at)).toBe(true);
-    expect(cli(['status'], { env }).stdout).toBe(`pending 0\nconfirmed 0\npassed 0\napproved ${summary.counts.approved}\nrejected ${summary.counts.rejected}\n`);
+    expect(cli(['status'], { env }).stdout).toBe(`pending 0\nconfirmed 0\npassed 0\napproved ${summary.counts.approved}\nrejected ${summary.counts.rejected}\narchived 0\n`);
   });
 
   it('exits 2 and lists the ids it could not judge, writing nothing for them', () => {

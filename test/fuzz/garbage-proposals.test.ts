@@ -94,7 +94,7 @@ describe('garbage proposal files', () => {
 
     const status = pipeline('status', '--json');
     expect(status.status).toBe(0);
-    expect(JSON.parse(status.stdout)).toEqual({ pending: 0, confirmed: t.ids.length, passed: 0, approved: 0, rejected: 0 });
+    expect(JSON.parse(status.stdout)).toEqual({ pending: 0, confirmed: t.ids.length, passed: 0, approved: 0, rejected: 0, archived: 0 });
     reportsEach(status.stderr);
     for (const args of [['list'], ['list', '--state', 'confirmed', '--json']]) {
       const list = pipeline(...args);

@@ -28,6 +28,10 @@ const EVENTS = [
   { type: 'unpass', args: {} },
   { type: 'approve', args: { verdict: verdict(true) } },
   { type: 'reject', args: { verdict: verdict(false) } },
+  { type: 'record_outcome', args: { result: 'hit' } },
+  { type: 'undo_outcome', args: { result: 'hit' } },
+  { type: 'archive', args: {} },
+  { type: 'restore', args: {} },
 ];
 
 function pendingProposal(): Proposal {
@@ -47,13 +51,13 @@ function replay(events: readonly { type: string; args: Record<string, unknown> }
 }
 
 describe('the machine built from YAML', () => {
-  it('has the states of §5.1 in order, pending initial, approved/rejected terminal (passed can be taken back)', () => {
+  it('has the states of §5.1 in order, pending initial, rejected terminal (passed can be taken back; approved ⇄ archived)', () => {
     const { lifecycle } = pipeline;
-    expect(lifecycle.states).toEqual(['pending', 'confirmed', 'passed', 'approved', 'rejected']);
+    expect(lifecycle.states).toEqual(['pending', 'confirmed', 'passed', 'approved', 'rejected', 'archived']);
     expect(lifecycle.initial).toBe('pending');
-    expect([...lifecycle.terminal].sort()).toEqual(['approved', 'rejected']);
+    expect([...lifecycle.terminal].sort()).toEqual(['rejected']);
     expect(lifecycle.machine.id).toBe('lesson');
-    expect(lifecycle.events.sort()).toEqual(['approve', 'confirm', 'defer', 'pass', 'reject', 'unconfirm', 'unpass']);
+    expect(lifecycle.events.sort()).toEqual(['approve', 'archive', 'confirm', 'defer', 'pass', 'record_outcome', 'reject', 'restore', 'unconfirm', 'undo_outcome', 'unpass']);
   });
 
   it('reaches every state by a shortest path of xstate/graph, and the engine agrees step by step', () => {
@@ -82,7 +86,7 @@ describe('the machine built from YAML', () => {
         expect(replay([...prefix, ...events]).statuses.at(-1)).toBe(String(path.state.value));
       }
     }
-    expect([...eventsSeen].sort()).toEqual(['approve', 'confirm', 'pass', 'reject', 'unconfirm']);
+    expect([...eventsSeen].sort()).toEqual(['approve', 'archive', 'confirm', 'pass', 'reject', 'unconfirm']);
   });
 
   it('decides purely: the proposal given is not modified', () => {

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { AuditRow, Change, Lease, Store, StoreLayout } from '../../engine/store/types.js';
+import type { AuditRow, Change, EntryWrite, Lease, Store, StoreLayout } from '../../engine/store/types.js';
 
 export interface ContractHooks {
   /** A fresh, empty store with `layout`. */
@@ -173,6 +173,39 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         expect(await all(store.entries('archived'))).toEqual([]);
       });
 
+      it('keeps a moved entry exactly — key order and values — through archive and restore, and reports the moves as changes', async () => {
+        const store = await make();
+        let version = await created(store, A);
+        const entry = { z: 1, id: A, a: { y: [2, { x: null }], b: 'é\u2028' }, m: -0.5 };
+        const since = await store.changes();
+        let result = await store.commit({ ...change(A, version, 'approved'), entries: [{ op: 'put', collection: 'approved', id: A, entry }] });
+        const moves = [['approved', 'archived', 'archived'], ['archived', 'approved', 'approved'], ['approved', 'archived', 'archived']] as const;
+        for (const [from, to, status] of moves) {
+          version = result.ok ? result.version : '';
+          result = await store.commit({ ...change(A, version, status), audit: [audit(A, status, from, 'move')], entries: [{ op: 'move', from, to, id: A }] });
+          expect(result.ok).toBe(true);
+          expect(JSON.stringify(await store.readEntry(to, A))).toBe(JSON.stringify(entry));
+          expect(await store.readEntry(from, A)).toBeUndefined();
+        }
+        expect(await store.changes(since.cursor)).toMatchObject({ all: false, ids: [A] });
+      });
+
+      it('refuses a move onto an entry that is already there, writing nothing', async () => {
+        const store = await make();
+        const version = await created(store, A);
+        const both: EntryWrite[] = [{ op: 'put', collection: 'approved', id: A, entry: { v: 1 } }, { op: 'put', collection: 'archived', id: A, entry: { v: 2 } }];
+        const first = await store.commit({ ...change(A, version, 'approved'), entries: both });
+        const next = first.ok ? first.version : '';
+        const move: EntryWrite[] = [{ op: 'move', from: 'approved', to: 'archived', id: A }];
+        const moved = await store.commit({ ...change(A, next, 'archived'), audit: [audit(A, 'archived', 'approved', 'archive')], entries: move });
+        expect(moved).toMatchObject({ ok: false, reason: 'entry' });
+        expect(await store.readEntry('approved', A)).toEqual({ v: 1 });
+        expect(await store.readEntry('archived', A)).toEqual({ v: 2 });
+        const read = await store.read(A);
+        expect(read.kind === 'found' && read.stored.proposal['status']).toBe('approved');
+        expect(await all(store.audit({ id: A }))).toHaveLength(2);
+      });
+
       it('refuses a commit under a lease that is not (or no longer) the committer’s', async () => {
         const store = await make();
         const other = await hooks.reopen(store);
@@ -334,6 +367,15 @@ export function storeContract(name: string, hooks: ContractHooks): void {
       expect(await store.cache.get('k')).toBeUndefined();
       await store.cache.put('k', { text: 'answer' });
       expect(await store.cache.get('k')).toEqual({ text: 'answer' });
+    });
+
+    it('caches a large derived value and replaces it whole', async () => {
+      const store = await make();
+      const rows = Array.from({ length: 20_000 }, (_, i) => [`01ARZ3NDEKTSV4RRFF${String(i).padStart(8, '0')}`, i * 1000, i % 7, i % 3, [i % 5], [], [1, 2]]);
+      await store.cache.put('pool-index:test:base', { v: 1, rows });
+      expect(await store.cache.get('pool-index:test:base')).toEqual({ v: 1, rows });
+      await store.cache.put('pool-index:test:base', { v: 2 });
+      expect(await store.cache.get('pool-index:test:base')).toEqual({ v: 2 });
     });
 
     it('has nothing to recover when nothing crashed', async () => {

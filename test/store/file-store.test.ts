@@ -113,6 +113,8 @@ describe('file store: files', () => {
     utimesSync(dead, old, old);
     utimesSync(live, old, old);
     await store.recover();
+    expect(existsSync(dead), 'a single command does not pay for a sweep').toBe(true);
+    await store.recover({ sweep: true });
     expect(existsSync(dead)).toBe(false);
     expect(existsSync(live)).toBe(true);
   });

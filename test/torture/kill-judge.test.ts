@@ -101,5 +101,5 @@ it('survives 16 SIGKILLs of a judge run and torn log lines: nothing corrupt or m
 
   const status = await run(['status', '--json'], env);
   expect(status.stderr).toBe('');
-  expect(JSON.parse(status.stdout)).toEqual({ pending: 0, confirmed: 0, passed: 0, approved: approved.length, rejected: rejected.length });
+  expect(JSON.parse(status.stdout)).toEqual({ pending: 0, confirmed: 0, passed: 0, approved: approved.length, rejected: rejected.length, archived: 0 });
 }, 120_000);

@@ -42,7 +42,7 @@ describe('pipeline viz', () => {
     await engine.apply(ids[0]!, 'confirm', { visibility: 'org' }, { stage: 'review', actor: 'cli' });
     const result = await runInProcess(['viz', '--format', 'json', '--store', storeDir]);
     expect(result.code).toBe(0);
-    expect(counts(result.stdout)).toEqual({ pending: 2, confirmed: 1, passed: 0, approved: 0, rejected: 0 });
+    expect(counts(result.stdout)).toEqual({ pending: 2, confirmed: 1, passed: 0, approved: 0, rejected: 0, archived: 0 });
     expect((await runInProcess(['--json', 'viz', '--store', storeDir])).stdout).toBe(result.stdout);
   });
 
@@ -94,10 +94,10 @@ describe('pipeline viz', () => {
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
     expect(await page.text()).toContain("connect-src 'self'");
     const state = async () => (await (await fetch(`${url}state.json`)).json()) as { counts: Record<string, number>; proposals: Record<string, { id: string }[]> };
-    expect((await state()).counts).toEqual({ pending: 2, confirmed: 0, passed: 0, approved: 0, rejected: 0 });
+    expect((await state()).counts).toEqual({ pending: 2, confirmed: 0, passed: 0, approved: 0, rejected: 0, archived: 0 });
     await engine.apply(ids[1]!, 'pass', {}, { stage: 'review', actor: 'cli' });
     const after = await state();
-    expect(after.counts).toEqual({ pending: 1, confirmed: 0, passed: 1, approved: 0, rejected: 0 });
+    expect(after.counts).toEqual({ pending: 1, confirmed: 0, passed: 1, approved: 0, rejected: 0, archived: 0 });
     expect(after.proposals['passed']!.map((p) => p.id)).toEqual([ids[1]]);
     captured.interrupt();
     const result = await running;

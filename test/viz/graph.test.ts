@@ -19,8 +19,9 @@ describe('the graph model', () => {
         { id: 'pending', initial: true, terminal: false, description: 'Written by the transform; nobody has looked at it yet.', tags: ['review'], count: 0 },
         { id: 'confirmed', initial: false, terminal: false, description: 'Confirmed with a visibility; waiting for the jury.', tags: ['judge'], count: 0 },
         { id: 'passed', initial: false, terminal: false, description: 'A person declined to share it. The file stays so the artifact is never proposed again.', tags: [], count: 0 },
-        { id: 'approved', initial: false, terminal: true, description: 'Approved by the jury; promote writes its pool entry.', tags: ['terminal', 'promote'], count: 0 },
+        { id: 'approved', initial: false, terminal: false, description: 'Approved by the jury; promote writes its pool entry, and the pool counts how its use went.', tags: ['promote', 'pool'], count: 0 },
         { id: 'rejected', initial: false, terminal: true, description: 'Rejected by the jury; promote records it in declined.jsonl.', tags: ['terminal', 'promote'], count: 0 },
+        { id: 'archived', initial: false, terminal: false, description: 'Taken out of use; its pool entry is in archived/, byte for byte, and restore puts it back.', tags: ['pool'], count: 0 },
       ],
       transitions: [
         { from: 'pending', to: 'confirmed', event: 'confirm', guard: 'jury_checks_independence', message: 'a private proposal runs no jury, so it cannot be version_independent (confirm at org or public)' },
@@ -29,6 +30,16 @@ describe('the graph model', () => {
         { from: 'confirmed', to: 'approved', event: 'approve', guard: null, message: null },
         { from: 'confirmed', to: 'rejected', event: 'reject', guard: null, message: null },
         { from: 'passed', to: 'pending', event: 'unpass', guard: null, message: null },
+        { from: 'approved', to: 'approved', event: 'record_outcome', guard: 'known_result', message: 'the result must be hit or miss' },
+        {
+          from: 'approved',
+          to: 'approved',
+          event: 'undo_outcome',
+          guard: 'known_result & hit_to_undo & miss_to_undo',
+          message: 'the result must be hit or miss; there is no hit to take back (hit_count is 0); there is no miss to take back (miss_count is 0)',
+        },
+        { from: 'approved', to: 'archived', event: 'archive', guard: null, message: null },
+        { from: 'archived', to: 'approved', event: 'restore', guard: null, message: null },
       ],
     });
   });
@@ -61,7 +72,7 @@ describe('the graph model', () => {
   it('keeps idempotent repeats out of the json transitions, but in the model', async () => {
     const graph = buildGraph((await shippedPipeline()).lifecycle);
     expect(graph.repeats.map((r) => `${r.state}:${r.event}`)).toEqual(['pending:defer', 'pending:unconfirm', 'pending:unpass', 'confirmed:confirm', 'passed:pass']);
-    expect(toJson(graph).transitions.some((t) => t.from === t.to)).toBe(false);
+    for (const r of graph.repeats) expect(toJson(graph).transitions.some((t) => t.from === r.state && t.event === r.event)).toBe(false);
     for (const t of toJson(graph).transitions) expect(Object.keys(t)).toEqual(['from', 'to', 'event', 'guard', 'message']);
     for (const s of toJson(graph).states) expect(Object.keys(s)).toEqual(['id', 'initial', 'terminal', 'description', 'tags', 'count']);
   });
@@ -85,7 +96,7 @@ describe('the graph model', () => {
   it('replaces counts without touching the rest', async () => {
     const graph = buildGraph((await shippedPipeline()).lifecycle, { pending: 3 });
     const next = withCounts(graph, { confirmed: 1 });
-    expect(next.states.map((s) => s.count)).toEqual([0, 1, 0, 0, 0]);
+    expect(next.states.map((s) => s.count)).toEqual([0, 1, 0, 0, 0, 0]);
     expect(graph.states[0]!.count).toBe(3);
     expect(next.transitions).toBe(graph.transitions);
   });
@@ -104,7 +115,7 @@ describe('counts and proposals from the store', () => {
     await engine.apply(ids[1]!, 'pass', {}, { stage: 'review', actor: 'cli' });
     const { snapshot } = await readSnapshot(store, pipeline.lifecycle.states, 'candidate.claim');
     const json = toJson(buildGraph(pipeline.lifecycle, snapshot.counts));
-    expect(Object.fromEntries(json.states.map((s) => [s.id, s.count]))).toEqual({ pending: 1, confirmed: 1, passed: 1, approved: 0, rejected: 0 });
+    expect(Object.fromEntries(json.states.map((s) => [s.id, s.count]))).toEqual({ pending: 1, confirmed: 1, passed: 1, approved: 0, rejected: 0, archived: 0 });
     expect(snapshot.proposals['confirmed']).toEqual([{ id: ids[0], title: 'pnpm 8 refuses lockfiles written by pnpm 7 until they are regenerated' }]);
     expect(snapshot.proposals['approved']).toEqual([]);
   });

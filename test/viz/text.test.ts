@@ -25,8 +25,9 @@ describe('dot', () => {
         "pending" [label="pending (3)\\ntags: review", tooltip="Written by the transform; nobody has looked at it yet."];
         "confirmed" [label="confirmed (1)\\ntags: judge", tooltip="Confirmed with a visibility; waiting for the jury."];
         "passed" [label="passed (0)", tooltip="A person declined to share it. The file stays so the artifact is never proposed again."];
-        "approved" [label="approved (0)\\ntags: terminal, promote", peripheries=2, tooltip="Approved by the jury; promote writes its pool entry."];
+        "approved" [label="approved (0)\\ntags: promote, pool", tooltip="Approved by the jury; promote writes its pool entry, and the pool counts how its use went."];
         "rejected" [label="rejected (0)\\ntags: terminal, promote", peripheries=2, tooltip="Rejected by the jury; promote records it in declined.jsonl."];
+        "archived" [label="archived (0)\\ntags: pool", tooltip="Taken out of use; its pool entry is in archived/, byte for byte, and restore puts it back."];
         "__initial" -> "pending";
         "pending" -> "confirmed" [label="confirm [jury_checks_independence]", tooltip="a private proposal runs no jury, so it cannot be version_independent (confirm at org or public)"];
         "pending" -> "passed" [label="pass"];
@@ -34,6 +35,10 @@ describe('dot', () => {
         "confirmed" -> "approved" [label="approve"];
         "confirmed" -> "rejected" [label="reject"];
         "passed" -> "pending" [label="unpass"];
+        "approved" -> "approved" [label="record_outcome [known_result]", tooltip="the result must be hit or miss"];
+        "approved" -> "approved" [label="undo_outcome [known_result & hit_to_undo & miss_to_undo]", tooltip="the result must be hit or miss; there is no hit to take back (hit_count is 0); there is no miss to take back (miss_count is 0)"];
+        "approved" -> "archived" [label="archive"];
+        "archived" -> "approved" [label="restore"];
         "pending" -> "pending" [label="defer, unconfirm, unpass (no change)", style=dashed];
         "confirmed" -> "confirmed" [label="confirm (no change)", style=dashed];
         "passed" -> "passed" [label="pass (no change)", style=dashed];
@@ -90,11 +95,14 @@ describe('mermaid', () => {
         state "passed (0)" as passed
         passed : A person declined to share it. The file stays so the artifact is never proposed again.
         state "approved (0)" as approved
-        approved : Approved by the jury#59; promote writes its pool entry.
-        approved : tags: terminal, promote
+        approved : Approved by the jury#59; promote writes its pool entry, and the pool counts how its use went.
+        approved : tags: promote, pool
         state "rejected (0)" as rejected
         rejected : Rejected by the jury#59; promote records it in declined.jsonl.
         rejected : tags: terminal, promote
+        state "archived (0)" as archived
+        archived : Taken out of use#59; its pool entry is in archived/, byte for byte, and restore puts it back.
+        archived : tags: pool
         [*] --> pending
         pending --> confirmed : confirm [jury_checks_independence]
         pending --> passed : pass
@@ -102,13 +110,16 @@ describe('mermaid', () => {
         confirmed --> approved : approve
         confirmed --> rejected : reject
         passed --> pending : unpass
+        approved --> approved : record_outcome [known_result]
+        approved --> approved : undo_outcome [known_result & hit_to_undo & miss_to_undo]
+        approved --> archived : archive
+        archived --> approved : restore
         pending --> pending : defer, unconfirm, unpass (no change)
         confirmed --> confirmed : confirm (no change)
         passed --> passed : pass (no change)
-        approved --> [*]
         rejected --> [*]
         classDef terminal stroke-width:3px
-        class approved, rejected terminal
+        class rejected terminal
       "
     `);
   });
