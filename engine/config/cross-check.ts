@@ -17,6 +17,8 @@ import type { JudgeStageDef, MachineDef, PipelineDef, PromoteStageDef, ReviewSta
 export const BUILT_IN_COMMANDS = ['validate', 'status', 'list', 'show', 'propose', 'run', 'judge', 'promote', 'rescore', 'viz', 'init', 'help', 'version', 'store', 'pool'];
 /** Audit events the engine records itself. */
 export const ENGINE_EVENTS = ['create', 'promote'];
+/** A store collection's name, as the machine schema spells `move`. */
+const COLLECTION = /^[a-z][a-z0-9_-]*$/;
 
 interface Context {
   def: PipelineDef;
@@ -159,12 +161,16 @@ function checkMachine({ def, machine, schemas, sources }: Context, out: Collecto
     operations.forEach((op, index) => {
       const at = ['effects', name, index];
       if (op.when !== undefined && !guards.includes(op.when)) out.unknown(src, [...at, 'when'], 'guard', op.when, guards, 'declared under guards:');
-      if ('append' in op) {
+      if (op.append !== undefined) {
         if (!ledgers.includes(op.append)) out.unknown(src, [...at, 'append'], 'ledger', op.append, ledgers, 'declared in pipeline.yaml under ledgers:');
         out.expressions(src, [...at, 'row'], op.row, { allow: ['$field', '$arg', '$now', '$value', '$template', '$count', '$lookup'] });
         if (op.key !== undefined && !Object.prototype.hasOwnProperty.call(op.row, op.key)) out.error(src, [...at, 'key'], 'config.row_key', `key "${op.key}" is not a field of the row`);
       }
-      if ('set' in op) out.expressions(src, [...at, 'to'], op.to, { allow: ['$field', '$arg', '$now', '$value', '$template', '$count', '$lookup'] });
+      if (op.set !== undefined) out.expressions(src, [...at, 'to'], op.to, { allow: ['$field', '$arg', '$now', '$value', '$template', '$count', '$lookup'] });
+      // The schema types `to` once for set (any value) and move alike; a move's `to` is a collection like its `move`.
+      if (op.move !== undefined && (typeof op.to !== 'string' || !COLLECTION.test(op.to))) {
+        out.error(src, [...at, 'to'], 'config.collection', `a move's to names a collection (lower-case letters, digits, _ or -), got ${typeof op.to === 'string' ? `"${op.to}"` : JSON.stringify(op.to) ?? String(op.to)}`, `e.g. { move: ${op.move}, to: archived }`);
+      }
     });
   }
 

@@ -45,31 +45,32 @@ export function applyOperations(proposal: Proposal, operations: readonly Operati
   const clockFields: string[] = [];
   for (const op of operations) {
     if (op.when !== undefined && !context.guard(op.when, next, context.args)) continue;
-    if ('set' in op) {
+    if (op.set !== undefined) {
       const fromClock = operatorOf(op.to) === '$now';
       if (fromClock) clockFields.push(op.set);
       if (fromClock && context.replay && hasPath(next, op.set)) continue;
       const { value } = evaluate(op.to, { root: next, args: context.args, now: context.now });
       if (value === undefined) removePath(next, op.set);
       else setPath(next, op.set, value);
-    } else if ('remove' in op) {
+    } else if (op.remove !== undefined) {
       removePath(next, op.remove);
-    } else if ('increment' in op) {
+    } else if (op.increment !== undefined) {
       // An absent counter is 0; a counter never goes below 0 (a guard refuses that first).
       const current = getPath(next, op.increment);
       const base = typeof current === 'number' && Number.isFinite(current) ? current : 0;
       setPath(next, op.increment, Math.max(0, base + (op.by ?? 1)));
-    } else if ('move' in op) {
-      moves.push({ from: op.move, to: op.to });
-    } else if ('snapshot' in op) {
+    } else if (op.move !== undefined) {
+      // `to` is typed with set's any value; the load checks a move's is a collection name.
+      moves.push({ from: op.move, to: String(op.to) });
+    } else if (op.snapshot !== undefined) {
       const value = getPath(next, op.snapshot);
       if (value !== undefined) setPath(next, op.into, structuredClone(value));
-    } else if ('restore' in op) {
+    } else if (op.restore !== undefined) {
       if (hasPath(next, op.from)) {
         setPath(next, op.restore, structuredClone(getPath(next, op.from)));
         removePath(next, op.from);
       }
-    } else if ('append' in op) {
+    } else if (op.append !== undefined) {
       const { value } = evaluate(op.row, { root: next, args: context.args, now: context.now });
       rows.push({ ledger: op.append, row: isObject(value) ? value : {} });
     }

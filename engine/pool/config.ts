@@ -5,26 +5,13 @@
  * here, so nothing in engine/pool names a field of the shipped pipeline. Pure.
  */
 import type { Issue } from '../errors.js';
-import type { MachineDef } from '../config/types.js';
+import type { MachineDef, PipelineDef } from '../config/types.js';
 import { issueAt, type SourceFile } from '../config/source.js';
 import { flattenTransitions } from '../lifecycle/machine.js';
 import { didYouMean, listWords } from '../util/suggest.js';
 
 /** The `pool:` section as written. */
-export interface PoolDef {
-  state: string;
-  events: { outcome: string; undo: string; archive: string; restore: string };
-  fields: { promoted: string; hits: string; misses: string; stack: string; files: string; tasks: string; title: string };
-  show?: Record<string, string>;
-  ranking?: {
-    half_life_days?: number;
-    k?: number;
-    max_k?: number;
-    min_outcomes?: number;
-    hit_weight?: { untested?: number; base?: number; floor?: number };
-  };
-  prune?: { min_outcomes?: number; max_hit_rate?: number; max_archive?: number; receipts?: string };
-}
+export type PoolDef = NonNullable<PipelineDef['pool']>;
 
 export interface HitWeights {
   untested: number;

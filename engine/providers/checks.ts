@@ -7,23 +7,10 @@
  */
 import { checkKey } from '../config/load.js';
 import type { SchemaRegistry } from '../config/schema-registry.js';
+import type { Check, ChecksProviderConfig } from '../config/types.js';
 import { getPath } from '../util/json-path.js';
 import { findSecrets, textsOf } from './secrets.js';
 import { UNKNOWN_USAGE, type Provider, type ProviderRequest, type ProviderResult } from './types.js';
-
-interface Check {
-  description?: string;
-  weight?: number;
-  schema?: unknown;
-  secrets?: string[];
-  absent?: { fields: string[]; patterns: string[] };
-}
-
-export interface ChecksDef {
-  kind: 'checks';
-  pass_at?: number;
-  criteria: Record<string, Check[]>;
-}
 
 /** `absent` patterns are case-insensitive. */
 export const ABSENT_FLAGS = 'i';
@@ -49,7 +36,7 @@ function runCheck(check: Check, proposal: unknown, validate: () => (data: unknow
   return true;
 }
 
-export function createChecksProvider(name: string, def: ChecksDef, schemas: SchemaRegistry): Provider {
+export function createChecksProvider(name: string, def: ChecksProviderConfig, schemas: SchemaRegistry): Provider {
   const passAt = def.pass_at ?? 0.7;
   return {
     name,

@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { constants } from 'node:os';
+import type { CommandProviderConfig } from '../config/types.js';
 import type { ModelSettings } from './index.js';
 import { withRetries, type Attempt, type RetryPolicy } from './retry.js';
 import { maskSecrets } from './secrets.js';
@@ -64,10 +65,9 @@ export const CALL_ENV = ['PIPELINE_STAGE', 'PIPELINE_JUDGE_TYPE', 'PIPELINE_PROP
  * from the pipeline's environment, then the call's PIPELINE_* variables. Nothing else — a judge
  * program gets no API key or token it was not given by name. Pure.
  */
-export function childEnv(settings: ModelSettings, def: Record<string, unknown>, request: ProviderRequest): NodeJS.ProcessEnv {
-  const listed = Array.isArray(def['env']) ? def['env'].filter((name): name is string => typeof name === 'string') : [];
+export function childEnv(settings: ModelSettings, def: Pick<CommandProviderConfig, 'env'>, request: ProviderRequest): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const name of [...BASE_CHILD_ENV, ...listed]) {
+  for (const name of [...BASE_CHILD_ENV, ...(def.env ?? [])]) {
     const value = settings.env[name];
     if (typeof value === 'string') env[name] = value;
   }
@@ -181,14 +181,14 @@ function runOnce(label: string, argv: string[], env: NodeJS.ProcessEnv, settings
  * A provider that runs `def.command` once per attempt. `retry` tunes the backoff (tests use short
  * waits); the attempts come from `settings`. Usage is always unknown: a program reports no tokens.
  */
-export function createCommandProvider(name: string, def: Record<string, unknown>, settings: ModelSettings, retry: Partial<RetryPolicy> = {}): Provider {
+export function createCommandProvider(name: string, def: CommandProviderConfig, settings: ModelSettings, retry: Partial<RetryPolicy> = {}): Provider {
   const label = `command provider "${name}"`;
-  const parsed = parseCommandLine(typeof def['command'] === 'string' ? def['command'] : '');
+  const parsed = parseCommandLine(def.command);
   return {
     name,
     kind: 'command',
-    paid: def['paid'] !== false,
-    model: typeof def['model'] === 'string' ? def['model'] : undefined,
+    paid: def.paid !== false,
+    model: def.model,
     deterministic: false,
     async call(request) {
       if (!parsed.ok) return { ok: false, outage: `${label}: ${parsed.reason}` };

@@ -6,10 +6,11 @@ import pLimit from 'p-limit';
 import type { Pipeline } from '../config/load.js';
 import { parseDuration } from '../config/load.js';
 import type { Env } from '../config/interpolate.js';
+import type { ModelProviderDef, ProviderDef } from '../config/types.js';
 import { createAnthropicProvider } from './anthropic.js';
-import { createChecksProvider, type ChecksDef } from './checks.js';
+import { createChecksProvider } from './checks.js';
 import { createCommandProvider } from './command.js';
-import { createMapProvider, type MapDef } from './map.js';
+import { createMapProvider } from './map.js';
 import { createOpenAIProvider } from './openai.js';
 import { DEFAULT_MAX_ANSWER_BYTES, type Provider } from './types.js';
 
@@ -28,12 +29,13 @@ export interface ProviderOptions {
   concurrency: number;
 }
 
-export function modelSettings(pipeline: Pipeline, def: Record<string, unknown>, env: Env): ModelSettings {
+/** A model provider's timeout, retries and answer cap, its own settings over the pipeline's defaults. */
+export function modelSettings(pipeline: Pipeline, def: ModelProviderDef, env: Env): ModelSettings {
   return {
-    timeoutMs: parseDuration(def['timeout'] as number | string | undefined, pipeline.defaults.timeout) * 1000,
-    attempts: (def['attempts'] as number | undefined) ?? pipeline.defaults.attempts,
-    retryAfterCapMs: parseDuration(def['retry_after_cap'] as number | string | undefined, 60) * 1000,
-    maxAnswerBytes: (def['max_answer_bytes'] as number | undefined) ?? DEFAULT_MAX_ANSWER_BYTES,
+    timeoutMs: parseDuration(def.timeout, pipeline.defaults.timeout) * 1000,
+    attempts: def.attempts ?? pipeline.defaults.attempts,
+    retryAfterCapMs: parseDuration(def.retry_after_cap, 60) * 1000,
+    maxAnswerBytes: def.max_answer_bytes ?? DEFAULT_MAX_ANSWER_BYTES,
     env,
   };
 }
@@ -55,26 +57,25 @@ export class Providers implements ProviderSource {
     if (existing) return existing;
     const def = this.pipeline.def.providers?.[name];
     if (!def) throw new Error(`unknown provider "${name}"`);
-    const provider = this.create(name, def as Record<string, unknown> & { kind: Provider['kind'] });
-    const cap = pLimit((def['concurrency'] as number | undefined) ?? Math.max(this.options.concurrency, 1));
+    const provider = this.create(name, def);
+    const cap = pLimit(('concurrency' in def ? def.concurrency : undefined) ?? Math.max(this.options.concurrency, 1));
     const limited: Provider = { ...provider, call: (request) => cap(() => provider.call(request)) };
     this.built.set(name, limited);
     return limited;
   }
 
-  private create(name: string, def: Record<string, unknown> & { kind: Provider['kind'] }): Provider {
-    const settings = () => modelSettings(this.pipeline, def, this.options.env);
+  private create(name: string, def: ProviderDef): Provider {
     switch (def.kind) {
       case 'checks':
-        return createChecksProvider(name, def as unknown as ChecksDef, this.pipeline.schemas);
+        return createChecksProvider(name, def, this.pipeline.schemas);
       case 'map':
-        return createMapProvider(name, def as unknown as MapDef, this.options.now);
+        return createMapProvider(name, def, this.options.now);
       case 'command':
-        return createCommandProvider(name, def, settings());
+        return createCommandProvider(name, def, modelSettings(this.pipeline, def, this.options.env));
       case 'openai':
-        return createOpenAIProvider(name, def, settings());
+        return createOpenAIProvider(name, def, modelSettings(this.pipeline, def, this.options.env));
       case 'anthropic':
-        return createAnthropicProvider(name, def, settings());
+        return createAnthropicProvider(name, def, modelSettings(this.pipeline, def, this.options.env));
     }
   }
 }

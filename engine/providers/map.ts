@@ -3,20 +3,15 @@
  * yields nothing → `{eligible: false, reason}`), then the output mapping over the record.
  * Free and offline.
  */
+import type { MapProviderConfig } from '../config/types.js';
 import { evaluate } from '../expr/evaluate.js';
 import { UNKNOWN_USAGE, type Provider, type ProviderRequest, type ProviderResult } from './types.js';
-
-export interface MapDef {
-  kind: 'map';
-  refuse?: { reason: string; unless: unknown }[];
-  output: unknown;
-}
 
 function empty(value: unknown): boolean {
   return value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0);
 }
 
-export function createMapProvider(name: string, def: MapDef, now: () => string): Provider {
+export function createMapProvider(name: string, def: MapProviderConfig, now: () => string): Provider {
   return {
     name,
     kind: 'map',

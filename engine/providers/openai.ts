@@ -3,20 +3,11 @@
  * also covers local servers (Ollama, vLLM, LM Studio). Without `api_key_env` no Authorization
  * header is sent, because local servers need none.
  */
+import type { OpenAIProviderConfig } from '../config/types.js';
 import type { ModelSettings } from './index.js';
 import { callJsonApi, resolveApiKey, tokenCount, type ParseAnswer } from './http.js';
 import type { RetryPolicy } from './retry.js';
 import type { Provider } from './types.js';
-
-export interface OpenAIDef {
-  base_url?: string;
-  model?: string;
-  api_key_env?: string;
-  temperature?: number;
-  max_tokens?: number;
-  json_mode?: boolean;
-  paid?: boolean;
-}
 
 /** choices[0].message.content as text, usage from prompt_tokens/completion_tokens (null when absent). */
 export const parseChatCompletion: ParseAnswer = (json) => {
@@ -33,27 +24,26 @@ export const parseChatCompletion: ParseAnswer = (json) => {
  * A provider that sends the rendered prompt as one user message. `retry` tunes the backoff
  * (tests use short waits); the attempts and the Retry-After cap come from `settings`.
  */
-export function createOpenAIProvider(name: string, def: Record<string, unknown>, settings: ModelSettings, retry: Partial<RetryPolicy> = {}): Provider {
-  const d = def as OpenAIDef;
+export function createOpenAIProvider(name: string, def: OpenAIProviderConfig, settings: ModelSettings, retry: Partial<RetryPolicy> = {}): Provider {
   const label = `openai provider "${name}"`;
-  const url = `${String(d.base_url ?? '').replace(/\/+$/, '')}/chat/completions`;
+  const url = `${def.base_url.replace(/\/+$/, '')}/chat/completions`;
   return {
     name,
     kind: 'openai',
-    paid: d.paid !== false,
-    model: d.model,
+    paid: def.paid !== false,
+    model: def.model,
     deterministic: false,
     async call(request) {
       const headers: Record<string, string> = { 'content-type': 'application/json' };
-      if (d.api_key_env) {
-        const key = resolveApiKey(settings, d.api_key_env);
-        if (!key) return { ok: false, outage: `${label}: environment variable ${d.api_key_env} is not set` };
+      if (def.api_key_env) {
+        const key = resolveApiKey(settings, def.api_key_env);
+        if (!key) return { ok: false, outage: `${label}: environment variable ${def.api_key_env} is not set` };
         headers['authorization'] = `Bearer ${key}`;
       }
-      const body: Record<string, unknown> = { model: d.model, messages: [{ role: 'user', content: request.prompt }] };
-      if (d.temperature !== undefined) body['temperature'] = d.temperature;
-      if (d.max_tokens !== undefined) body['max_tokens'] = d.max_tokens;
-      if (d.json_mode) body['response_format'] = { type: 'json_object' };
+      const body: Record<string, unknown> = { model: def.model, messages: [{ role: 'user', content: request.prompt }] };
+      if (def.temperature !== undefined) body['temperature'] = def.temperature;
+      if (def.max_tokens !== undefined) body['max_tokens'] = def.max_tokens;
+      if (def.json_mode) body['response_format'] = { type: 'json_object' };
       return callJsonApi(label, { url, headers, body }, settings, parseChatCompletion, request.signal, retry);
     },
   };

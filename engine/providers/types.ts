@@ -6,7 +6,9 @@
  */
 import type { Usage } from '../jury/verdict.js';
 
-export type ProviderKind = 'checks' | 'map' | 'command' | 'openai' | 'anthropic';
+import type { ProviderKind } from '../config/types.js';
+
+export type { ProviderKind };
 
 export interface ProviderRequest {
   purpose: 'judge' | 'transform';

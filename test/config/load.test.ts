@@ -135,6 +135,7 @@ describe('cross-file rules', () => {
     ['an unknown expression operator', { 'stages/promote.yaml': (yaml: string) => yaml.replace('$count: verdict.judges }', '$cnt: verdict.judges }') }, /unknown expression operator "\$cnt"/],
     ['a ledger named like the audit log', { 'pipeline.yaml': (yaml: string) => yaml.replace('passed: passed.jsonl', 'passed: events.jsonl') }, /pipeline\.yaml:\d+:\d+: "events\.jsonl" is the audit log's name/],
     ['a criterion named __proto__', { 'rubrics/lesson-promotion.yaml': (yaml: string) => yaml.replace('name: generality', 'name: __proto__') }, /rubrics\/lesson-promotion\.yaml:\d+:\d+: /],
+    ['a move to something that is not a collection', { 'machines/lesson.yaml': (yaml: string) => yaml.replace('{ move: approved, to: archived }', '{ move: approved, to: [archived] }') }, /machines\/lesson\.yaml:\d+:\d+: a move's to names a collection \(lower-case letters, digits, _ or -\), got \["archived"\]/],
     ['nested states', { 'machines/lesson.yaml': (yaml: string) => yaml.replace('  passed:\n    description:', '  passed:\n    states: { inner: {} }\n    description:') }, /nested states are not supported/],
   ])('refuses %s, with its position', async (_name, edits, message) => {
     const { text, pipeline } = await withEdit(edits);

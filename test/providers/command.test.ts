@@ -79,7 +79,7 @@ describe('command provider', () => {
   });
 
   it('gives the program only PATH, HOME, LANG, TERM, TMPDIR, the PIPELINE_* variables and the names listed under env', async () => {
-    const def = { kind: 'command', command: run('env.mjs', 'two words'), env: ['FIXTURE_LISTED', 'FIXTURE_UNSET'] };
+    const def = { kind: 'command' as const, command: run('env.mjs', 'two words'), env: ['FIXTURE_LISTED', 'FIXTURE_UNSET'] };
     const pipelineEnv = {
       PATH: '/usr/bin:/bin', HOME: '/home/someone', LANG: 'C.UTF-8', TERM: 'xterm', TMPDIR: '/tmp', LC_ALL: 'C',
       FIXTURE_LISTED: 'listed', ANTHROPIC_API_KEY: 'sk-ant-secret', GITHUB_TOKEN: 'ghp_secret', AWS_SECRET_ACCESS_KEY: 'aws-secret', PIPELINE_STAGE: 'from-the-shell',
@@ -98,7 +98,7 @@ describe('command provider', () => {
   it('leaks nothing of the parent process environment the pipeline does not list', async () => {
     process.env['FIXTURE_PARENT_SECRET'] = 'sk-ant-parent-secret';
     try {
-      const def = { kind: 'command', command: run('env.mjs'), env: ['FIXTURE_PARENT_LISTED'] };
+      const def = { kind: 'command' as const, command: run('env.mjs'), env: ['FIXTURE_PARENT_LISTED'] };
       const settings = testSettings({ env: { ...process.env, FIXTURE_PARENT_LISTED: 'yes' } });
       const result = await createCommandProvider('env', def, settings).call(promptRequest('ignored'));
       const seen = JSON.parse((result as { text: string }).text) as { env: Record<string, string> };
