@@ -1,6 +1,6 @@
 /**
- * SPEC §4: read-only commands (`status`, `list`, `show`, `rescore`, `viz`) change nothing in the
- * store but derived caches, and work on a store they cannot write. The binary runs as `nobody`
+ * SPEC §4: read-only commands (`status`, `list`, `show`, `rescore`, `viz`, `pool top`, a dry-run
+ * `pool prune`) change nothing in the store but derived caches, and work on a store they cannot write. The binary runs as `nobody`
  * over a store it may read but not write (the tests run as root, whom permissions do not stop);
  * elsewhere the test checks that nothing but `.index/` changes.
  */
@@ -11,14 +11,15 @@ import { describe, expect, it } from 'vitest';
 import { BIN, ROOT } from '../helpers.js';
 import { confirmedStore, run, storeEnv } from './harness.js';
 
-/** Every file under `dir` (but the derived caches) with its content, for before/after comparisons. */
+/** Every file under `dir` but the derived caches (`.index/`, and `cache/`, which SPEC §4 says is never
+ * required for correctness: `pool top` keeps its ranking index there), for before/after comparisons. */
 function tree(dir: string): Record<string, string> {
   const out: Record<string, string> = {};
   const walk = (at: string) => {
     for (const name of readdirSync(at).sort()) {
       const full = path.join(at, name);
       const relative = path.relative(dir, full);
-      if (relative === '.index') continue;
+      if (relative === '.index' || relative === 'cache') continue;
       if (statSync(full).isDirectory()) walk(full);
       else out[relative] = readFileSync(full, 'base64');
     }
@@ -28,7 +29,11 @@ function tree(dir: string): Record<string, string> {
 }
 
 const asRoot = process.getuid?.() === 0;
-const READ_ONLY = [['status'], ['list', '--state', 'approved'], ['list', '--json'], ['viz', '--format', 'json'], ['rescore', '--rubric', 'rubrics/lesson-promotion.yaml']];
+const READ_ONLY = [
+  ['status'], ['list', '--state', 'approved'], ['list', '--json'], ['viz', '--format', 'json'], ['rescore', '--rubric', 'rubrics/lesson-promotion.yaml'],
+  // The pool's reads: the ranking and a dry-run prune (what it would archive) write nothing but the ranking index.
+  ['pool', 'top', '--k', '5'], ['pool', 'prune'], ['pool', 'prune', '--json'],
+];
 
 describe('read-only commands', () => {
   it('change nothing in the store but its derived caches', async () => {
