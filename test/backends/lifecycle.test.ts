@@ -1,7 +1,8 @@
 /**
  * SPEC §4 and §11: every command, outcome, message and exit code is the same on every backend.
- * The same command-line session — propose, review, judge, promote, refusals, an external verdict
- * — runs through `main()` against a file store and against PostgreSQL, and both end with the same
+ * The same command-line session — propose, review (with a pass taken back), judge, promote,
+ * refusals, an external verdict, the pool's outcomes, ranking, archive, restore and an executed
+ * prune — runs through `main()` against a file store and against PostgreSQL, and both end with the same
  * proposals, audit log, ledgers and pool; `store copy` moves a store between them exactly.
  */
 import path from 'node:path';
@@ -52,10 +53,26 @@ async function session(location: string) {
   seen['judge summary'] = JSON.parse(judged.stdout);
   const again = await cli('promote', a);
   seen['promote again'] = [again.code, again.stdout.replace(a, '<a>').trim()];
-  seen['status'] = JSON.parse((await cli('status', '--json')).stdout);
   seen['approved'] = (JSON.parse((await cli('list', '--state', 'approved', '--json')).stdout) as { id: string }[]).map((proposal) => ids.indexOf(proposal.id));
   const rejudge = await cli('judge', a, '--verdicts', '-');
   seen['re-judge'] = [rejudge.code, rejudge.stderr.replace(a, '<a>').trim()];
+  // A pass taken back and given again (SPEC §5.3).
+  const unpassed = await cli('unpass', d);
+  seen['unpass'] = [unpassed.code, (await cli('show', d, '--json')).stdout.includes('"status": "pending"')];
+  expect((await cli('pass', d, 'still not worth sharing')).code).toBe(0);
+  // The pool in use (SPEC §5.8): outcomes and their undo, the ranking, archive and restore, an executed prune's receipt.
+  seen['outcomes'] = [];
+  for (const words of [['hit'], ['hit'], ['miss'], ['miss', '--undo']]) (seen['outcomes'] as number[]).push((await cli('pool', 'outcome', a, ...words)).code);
+  const top = JSON.parse((await cli('pool', 'top', '--k', '5', '--json')).stdout) as { id: string; hits: number; misses: number }[];
+  seen['top'] = top.map((row) => [ids.indexOf(row.id), row.hit_count, row.miss_count]);
+  seen['archive'] = (await cli('pool', 'archive', b)).code;
+  seen['restore'] = (await cli('pool', 'restore', b)).code;
+  seen['archive again'] = (await cli('pool', 'archive', b)).code;
+  const notApproved = await cli('pool', 'outcome', c, 'hit');
+  seen['outcome refused'] = [notApproved.code, notApproved.stderr.replace(c, '<c>').trim()];
+  const prune = await runIn(['pool', 'prune', '--execute', '--json'], { ...env, PIPELINE_PRUNE_EXECUTE: '1' });
+  expect(prune.code, prune.stderr).toBe(0);
+  seen['status'] = JSON.parse((await cli('status', '--json')).stdout);
   return { ids, seen };
 }
 
@@ -85,9 +102,14 @@ describe.skipIf(!PG_URL)('one command-line session, on every backend', () => {
     const database = await session(url);
     expect(database.seen).toEqual(files.seen);
     expect(files.seen['unconfirm restores the bytes']).toBe(true);
-    expect(files.seen['status']).toEqual({ pending: 0, confirmed: 0, passed: 1, approved: 2, rejected: 1, archived: 0 });
+    expect(files.seen['status']).toEqual({ pending: 0, confirmed: 0, passed: 1, approved: 1, rejected: 1, archived: 1 });
+    expect(files.seen['unpass']).toEqual([0, true]);
+    expect(files.seen['outcomes']).toEqual([0, 0, 0, 0]);
+    expect(files.seen['top']).toContainEqual([0, 2, 0]);
+    expect([files.seen['archive'], files.seen['restore'], files.seen['archive again']]).toEqual([0, 0, 0]);
+    expect((files.seen['outcome refused'] as [number, string])[0]).toBe(1);
     expect(normalized(await dump(url), database.ids)).toEqual(normalized(await dump(dir), files.ids));
-  }, 60_000);
+  }, 120_000);
 
   it('copies a store file → PostgreSQL → file exactly, and refuses a destination that is not empty', async () => {
     const dir = path.join(tempDir('pipeline-backend-'), 'store');
@@ -97,7 +119,9 @@ describe.skipIf(!PG_URL)('one command-line session, on every backend', () => {
     const env = { PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE! };
     const there = await runIn(['store', 'copy', '--from', dir, '--to', url, '--json'], env);
     expect(there.code, there.stderr).toBe(0);
-    expect(JSON.parse(there.stdout)).toMatchObject({ same: true, copied: { proposals: 4, audit: 16, ledgers: { declined: 1, passed: 1 }, entries: { approved: 2 } } });
+    // Archived entries and an executed prune's receipt travel too (SPEC §11: everything but the cache).
+    const copied = { proposals: 4, audit: 25, ledgers: { declined: 1, passed: 3 }, entries: { approved: 1, archived: 1 }, documents: { 'prune-receipts': 1 } };
+    expect(JSON.parse(there.stdout)).toMatchObject({ same: true, copied, found: copied });
     const home = await runIn(['store', 'copy', '--from', url, '--to', back], env);
     expect(home.code, home.stderr).toBe(0);
     expect(home.stdout).toContain('checked: the destination holds exactly these counts');
@@ -105,5 +129,5 @@ describe.skipIf(!PG_URL)('one command-line session, on every backend', () => {
     const refused = await runIn(['store', 'copy', '--from', dir, '--to', url], env);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('is not empty; store copy only fills an empty store (nothing was written)');
-  }, 60_000);
+  }, 120_000);
 });
