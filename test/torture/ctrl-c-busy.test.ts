@@ -1,0 +1,50 @@
+/**
+ * SPEC §6 and §7: Ctrl-C is honoured promptly even while the offline jury is busy on large
+ * adversarial text (the CPU-bound case: no provider call to wait on, only pattern scans). The run
+ * stops claiming, lets what it is committing finish, exits 130, and leaves every proposal either
+ * judged once or still confirmed for the next run — which then judges the rest exactly once.
+ */
+import { describe, expect, it } from 'vitest';
+import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
+import { proposalInput, testEngine } from '../helpers.js';
+import { auditById, readProposals, run, sleep, start, storeEnv, verdictRows } from './harness.js';
+
+/** Long runs of what the checks' quantifiers accept, each ended by a character that stops it. */
+function adversarialText(size: number): string {
+  const runs = ['a', 'a-', 'eyJ-', '0', 'a.', 'x@', 'a:'];
+  return `${runs.map((unit) => unit.repeat(Math.ceil(size / runs.length / unit.length))).join('!\n')}!`;
+}
+
+const COUNT = 24;
+
+describe('Ctrl-C during heavy offline judging', () => {
+  it('exits 130 long before the run would end, and the next run judges the rest exactly once', async () => {
+    const t = await testEngine();
+    const confirm = findReviewCommand(t.pipeline, 'confirm')!;
+    const text = adversarialText(300_000);
+    for (let i = 0; i < COUNT; i++) {
+      const created = await t.engine.propose(proposalInput({ rationale: `The lockfile format changed in pnpm 8. ${text}` }), { stage: 'test', actor: 'cli' });
+      if (created.kind !== 'committed') throw new Error(JSON.stringify(created));
+      await runReviewCommand(t.engine, confirm, created.id, { visibility: 'public' }, 'cli');
+    }
+    const env = storeEnv(t.storeDir);
+    const judged = () => [...auditById(t.storeDir).values()].filter((rows) => verdictRows(rows).length > 0).length;
+
+    const { child, done } = start(['run', 'judge', '--yes', '--concurrency', '4'], env);
+    while (judged() === 0) await sleep(50);
+    child.kill('SIGINT');
+    const stopped = await done;
+    expect(stopped.code, stopped.stderr).toBe(130);
+    expect(stopped.stderr).toMatch(/interrupted/);
+    expect(stopped.stderr).not.toMatch(/internal error|at .*\.js:\d+/);
+    const first = judged();
+    // It stopped: most of the queue is still there for the next run.
+    expect(first).toBeLessThan(COUNT / 2);
+    for (const proposal of readProposals(t.storeDir).values()) expect(['confirmed', 'approved', 'rejected']).toContain(proposal['status']);
+
+    const rest = await run(['run', 'judge', '--yes'], env);
+    expect(rest.code, rest.stderr).toBe(0);
+    for (const rows of auditById(t.storeDir).values()) expect(verdictRows(rows)).toHaveLength(1);
+    expect(judged()).toBe(COUNT);
+  }, 180_000);
+});
