@@ -6,6 +6,8 @@
 import path from 'node:path';
 import { PipelineError, type Issue } from '../errors.js';
 import { buildLifecycle, type Lifecycle } from '../lifecycle/machine.js';
+import { argsKey, checkKey } from '../util/schema-keys.js';
+import { parseDuration } from '../util/time.js';
 import { createAjv } from './ajv.js';
 import { readCachedConfig, writeCachedConfig } from './cache.js';
 import { configValidators, engineBuildId, type ConfigValidators } from './config-schemas.js';
@@ -45,16 +47,6 @@ export interface Sources {
 }
 
 export const DEFAULT_CONCURRENCY = 8;
-
-/** Seconds from `30`, `"30s"`, `"500ms"` or `"2m"`. */
-export function parseDuration(value: number | string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value === 'number') return value;
-  const match = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m)$/.exec(value);
-  if (!match) return fallback;
-  const amount = Number(match[1]);
-  return match[2] === 'ms' ? amount / 1000 : match[2] === 'm' ? amount * 60 : amount;
-}
 
 function stageName(file: string, def: { name?: string }): string {
   return def.name ?? path.basename(file).replace(/\.ya?ml$/, '');
@@ -128,9 +120,6 @@ function registerInline(registry: SchemaRegistry, def: PipelineDef, machine: Mac
     }
   }
 }
-
-export const argsKey = (stage: string, command: string) => `args:${stage}:${command}`;
-export const checkKey = (provider: string, criterion: string, index: number) => `check:${provider}:${criterion}:${index}`;
 
 export interface NamedSchema {
   name: string;

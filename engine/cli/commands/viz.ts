@@ -6,7 +6,7 @@
 import path from 'node:path';
 import { EXIT, PipelineError } from '../../errors.js';
 import type { Lifecycle } from '../../lifecycle/machine.js';
-import { NotRegularFile, writeFileAtomic } from '../../store/files.js';
+import { NotRegularFile, writeFileAtomic } from '../../util/atomic-write.js';
 import { listWords } from '../../util/suggest.js';
 import { escapeTerminal } from '../../util/terminal.js';
 import type { ProposalRow, VizSnapshot } from '../../viz/index.js';
