@@ -15,7 +15,8 @@ import { runRescore } from './commands/rescore.js';
 import { runRun } from './commands/run.js';
 import { runStore } from './commands/store.js';
 import { runValidate } from './commands/validate.js';
-import { DEFAULT_PORT, FORMATS, runViz } from './commands/viz.js';
+import { VIZ_FORMATS } from '../viz/formats.js';
+import { DEFAULT_PORT, runViz } from './commands/viz.js';
 
 /** `<id>` also takes the pipeline's key field (SPEC §7). */
 const ID_ARGUMENT: ArgumentHelp = {
@@ -177,7 +178,7 @@ export const BUILT_INS: CommandSpec[] = [
     usage: 'pipeline viz [--format html|svg|dot|mermaid|json] [--out FILE] [--serve [--port N]]',
     summary: 'render the lifecycle with live counts',
     options: {
-      format: { type: 'string', placeholder: 'F', description: 'what to render', default: 'html; json with --json', allowed: FORMATS },
+      format: { type: 'string', placeholder: 'F', description: 'what to render', default: 'html; json with --json', allowed: VIZ_FORMATS },
       out: { type: 'string', placeholder: 'FILE', description: 'write to FILE instead of stdout', default: 'stdout' },
       serve: { type: 'boolean', description: 'serve the page on 127.0.0.1 with live counts, until Ctrl-C' },
       port: { type: 'string', placeholder: 'N', description: 'the port for --serve; 0 picks a free one', default: String(DEFAULT_PORT) },

@@ -45,12 +45,6 @@ export function matches(proposal: unknown, where: readonly Condition[], grep: { 
   return typeof title === 'string' && title.toLowerCase().includes(grep.text.toLowerCase());
 }
 
-/** The field `list` shows as a proposal's title (the review stage's `title`). */
-export function titleField(pipeline: Pipeline): string | undefined {
-  for (const stage of pipeline.stages) if (stage.kind === 'review' && stage.title) return stage.title;
-  return undefined;
-}
-
 /**
  * Why a proposal is where it is, for a text row: the recorded reason of the judge stage whose
  * failing event leads into its status (`below_threshold`, `criterion_floor: disclosure`).

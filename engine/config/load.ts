@@ -17,7 +17,7 @@ import { type Env } from './interpolate.js';
 import { PIPELINE_FILE, readConfigTexts, type ConfigTexts } from './read.js';
 import { issueAt, type SourceFile } from './source.js';
 import { SchemaRegistry } from './schema-registry.js';
-import type { Defaults, MachineDef, PipelineDef, Rubric, StageDef } from './types.js';
+import type { Defaults, MachineDef, PipelineDef, Rubric, RubricFile, StageDef } from './types.js';
 import { checkYamlFile, type CheckedFile } from './validate-file.js';
 
 export interface Pipeline {
@@ -47,6 +47,11 @@ export interface Sources {
 }
 
 export const DEFAULT_CONCURRENCY = 8;
+
+/** A rubric as validated, with the defaults SPEC §2 gives (min_criterion_coverage 0.6). */
+export function withRubricDefaults(file: RubricFile): Rubric {
+  return { ...file, min_criterion_coverage: file.min_criterion_coverage ?? 0.6 };
+}
 
 function stageName(file: string, def: { name?: string }): string {
   return def.name ?? path.basename(file).replace(/\.ya?ml$/, '');
@@ -212,7 +217,7 @@ export function buildPipeline(dir: string, texts: ConfigTexts, env: Env, validat
       if (rubrics.has(checked.data.id)) {
         issues.push(issueAt(checked.source, ['id'], 'config.duplicate_rubric', `rubric id "${checked.data.id}" is already used by ${sources.rubrics.get(checked.data.id)?.file ?? 'another rubric'}`));
       } else {
-        rubrics.set(checked.data.id, { ...checked.data, min_criterion_coverage: checked.data.min_criterion_coverage ?? 0.6 });
+        rubrics.set(checked.data.id, withRubricDefaults(checked.data));
         sources.rubrics.set(checked.data.id, checked.source);
       }
     }

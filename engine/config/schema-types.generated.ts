@@ -96,9 +96,9 @@ export interface PipelineFile {
      */
     schema: string;
     /**
-     * The field stamped with the creation time (default created_at).
+     * The field stamped with the creation time.
      */
-    created?: string;
+    created: string;
   };
   /**
    * Named JSON Schemas (files relative to pipeline.yaml), used by the machine and the stages.

@@ -9,7 +9,7 @@ import { checkKey } from '../util/schema-keys.js';
 import type { SchemaRegistry } from '../config/schema-registry.js';
 import type { Check, ChecksProviderConfig } from '../config/types.js';
 import { getPath } from '../util/json-path.js';
-import { findSecrets, textsOf } from './secrets.js';
+import { findSecrets, textsOf } from './secret-scan.js';
 import { UNKNOWN_USAGE, type Provider, type ProviderRequest, type ProviderResult } from './types.js';
 
 /** `absent` patterns are case-insensitive. */

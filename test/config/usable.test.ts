@@ -121,7 +121,7 @@ describe('unset variables in providers no stage uses', () => {
     const status = await runIn(['status', '--dir', dir], env);
     expect(status.code).toBe(0);
     expect(status.stderr.replaceAll(env.PIPELINE_STORE, '<store>')).toMatchInlineSnapshot(`
-      "warning: pipeline.yaml:207:15: environment variable OLLAMA_BASE_URL is not set (in provider "ollama", which no stage uses: it is left out until the variable is set)
+      "warning: pipeline.yaml:208:15: environment variable OLLAMA_BASE_URL is not set (in provider "ollama", which no stage uses: it is left out until the variable is set)
         hint: set the variable, or give a default with \${NAME:-default}
       warning: no store at <store>; nothing has been written there yet
       "
