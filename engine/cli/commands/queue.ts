@@ -13,9 +13,10 @@ import type { Context } from '../context.js';
 import { titleField } from '../../viz/snapshot.js';
 import { matches, parseWhere, rowSuffix } from '../list-filter.js';
 import { printOutcome } from '../print.js';
+import { malformedFileNote } from '../../outcome.js';
 
 function reportMalformed(context: Context, ids: readonly string[]): void {
-  for (const id of ids) context.out.warn(`${id}: the proposal file is empty, truncated or not a JSON object — skipped, left as it is`);
+  for (const id of ids) context.out.warn(malformedFileNote(id));
 }
 
 function reportTooDeep(context: Context, ids: readonly string[]): void {

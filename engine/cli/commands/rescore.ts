@@ -18,6 +18,7 @@ import { isObject } from '../../util/json-path.js';
 import { listWords } from '../../util/suggest.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
+import { malformedFileNote } from '../../outcome.js';
 
 const USAGE = 'usage: pipeline rescore --rubric FILE [--rubric FILE …] [--json]';
 
@@ -90,7 +91,7 @@ async function readRecorded(context: Context, engine: Engine, verdictField: stri
     if (listed.kind === 'found') items.push(listed.stored);
     else malformed.push(listed.id);
   }
-  for (const id of malformed) context.out.warn(`${id}: the proposal file is empty, truncated or not a JSON object — skipped, left as it is`);
+  for (const id of malformed) context.out.warn(malformedFileNote(id));
   const ledgerRows: { id: unknown; verdict: unknown }[] = [];
   for (const { ledger, key, field } of juryLedgers(engine, verdictField)) {
     for await (const row of engine.store.ledger(ledger)) ledgerRows.push({ id: row[key], verdict: row[field] });

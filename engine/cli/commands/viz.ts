@@ -13,6 +13,7 @@ import { isVizFormat, VIZ_FORMATS, type VizFormat } from '../../viz/formats.js';
 import type { ProposalRow, VizSnapshot } from '../../viz/index.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
+import { malformedFileNote } from '../../outcome.js';
 
 const USAGE = 'usage: pipeline viz [--format html|svg|dot|mermaid|json] [--out FILE] [--serve [--port N]]';
 /** The served page's default port (0 picks a free one). */
@@ -56,7 +57,7 @@ export async function runViz(context: Context): Promise<number> {
   const read: Read = async (cap) => {
     const result = await viz.readSnapshot(engine.store, lifecycle.states, title, cap);
     for (const id of result.malformed) {
-      if (!reported.has(id)) context.out.warn(`${id}: the proposal file is empty, truncated or not a JSON object — skipped, left as it is`);
+      if (!reported.has(id)) context.out.warn(malformedFileNote(id));
       reported.add(id);
     }
     for (const [status, count] of Object.entries(result.unknown)) {
