@@ -55,7 +55,7 @@ export function decisionReason(pipeline: Pipeline, proposal: Record<string, unkn
     if (stage.kind !== 'judge') continue;
     const failed = pipeline.lifecycle.transitions.find((t) => t.from === stage.from && t.event === stage.events.fail)?.target;
     if (failed !== status) continue;
-    const verdict = getPath(proposal, stage.verdict ?? 'verdict');
+    const verdict = getPath(proposal, stage.verdict);
     if (!isObject(verdict) || typeof verdict['reason'] !== 'string') continue;
     return typeof verdict['failed_criterion'] === 'string' ? `${verdict['reason']}: ${verdict['failed_criterion']}` : verdict['reason'];
   }

@@ -788,9 +788,9 @@ export interface JudgeStageFile {
   then?: string;
   max_answer_bytes?: number;
   /**
-   * The proposal field the verdict is recorded in, and the name of the event argument that carries it (default verdict).
+   * The proposal field the verdict is recorded in, and the name of the event argument that carries it.
    */
-  verdict?: string;
+  verdict: string;
 }
 export interface PromoteStageFile {
   kind: 'promote';

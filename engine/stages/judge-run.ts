@@ -25,7 +25,7 @@ export function judgeRun(engine: Engine, stage: JudgeStageDef, providers: Provid
 
   /** Why a proposal was failed, for the summary: the gate's reason, the floor that failed, the aggregate. */
   const whyFailed = (proposal: Record<string, unknown>): string | undefined => {
-    const verdict = getPath(proposal, stage.verdict ?? 'verdict');
+    const verdict = getPath(proposal, stage.verdict);
     if (!isObject(verdict) || typeof verdict['reason'] !== 'string') return undefined;
     const floor = typeof verdict['failed_criterion'] === 'string' ? ` (${verdict['failed_criterion']})` : '';
     const score = typeof verdict['aggregate_score'] === 'number' ? `, aggregate ${tidyNumber(Number(verdict['aggregate_score'].toFixed(3)))}` : '';

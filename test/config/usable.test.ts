@@ -85,7 +85,7 @@ describe('provider keys', () => {
     const unset = await runIn(['validate', '--dir', dir], without('ANTHROPIC_API_KEY'));
     expect(unset.code).toBe(1);
     expect(unset.stderr.replaceAll(dir, '<dir>')).toMatchInlineSnapshot(`
-      "stages/judge.yaml:25:16: judge type adversarial uses provider "anthropic", whose key variable ANTHROPIC_API_KEY is not set: every call would fail
+      "stages/judge.yaml:26:16: judge type adversarial uses provider "anthropic", whose key variable ANTHROPIC_API_KEY is not set: every call would fail
         hint: set ANTHROPIC_API_KEY (api_key_env of "anthropic" in pipeline.yaml), or point judge type adversarial at another provider
       error: invalid configuration (1 error) in <dir>
       "
