@@ -43,7 +43,7 @@ describe('criteria no judge can score', () => {
   it('refuses a panel whose scorable weight is below the minimum coverage', async () => {
     const dir = copyPipeline();
     const criteria = ['  - { name: grounding, weight: 0.45 }', '  - { name: novelty, weight: 0.55 }'];
-    edit(dir, 'rubrics/lesson-promotion.yaml', /criteria:\n[^]*?score_threshold/, `criteria:\n${criteria.join('\n')}\nscore_threshold`);
+    edit(dir, 'rubrics/lesson-promotion.yaml', /criteria:\n[\s\S]*?score_threshold/, `criteria:\n${criteria.join('\n')}\nscore_threshold`);
     const ran = await runIn(['validate', '--dir', dir], {});
     expect(ran.code).toBe(1);
     expect(ran.stderr.replaceAll(dir, '<dir>')).toMatchInlineSnapshot(`
@@ -59,7 +59,7 @@ describe('criteria no judge can score', () => {
   it('only warns about an unscored criterion the gate does not need (no floor, coverage still met)', async () => {
     const dir = copyPipeline();
     const criteria = ['  - { name: grounding, weight: 0.45, min_pass: 0.7 }', '  - { name: scope_accuracy, weight: 0.35, min_pass: 0.7 }', '  - { name: novelty, weight: 0.20 }'];
-    edit(dir, 'rubrics/lesson-promotion.yaml', /criteria:\n[^]*?score_threshold/, `criteria:\n${criteria.join('\n')}\nscore_threshold`);
+    edit(dir, 'rubrics/lesson-promotion.yaml', /criteria:\n[\s\S]*?score_threshold/, `criteria:\n${criteria.join('\n')}\nscore_threshold`);
     const ran = await runIn(['validate', '--dir', dir], {});
     expect(ran.code).toBe(0);
     expect(ran.stderr).toMatchInlineSnapshot(`
