@@ -11,7 +11,7 @@ import { formatFindings } from './config/findings.js';
 import type { Proposal } from './lifecycle/effects.js';
 import { decide, type Commit, type Refusal } from './lifecycle/decide.js';
 import { refused, type Outcome } from './outcome.js';
-import { readSecret, type SecretRead } from './secrets.js';
+import { readSecret, type SecretRead } from './secret-files.js';
 import type { AuditRow, Change, Lease, Store, Stored } from './store/types.js';
 import { isUlid, ulidGenerator, type IdGenerator } from './util/ids.js';
 import { formatTimestamp, systemClock, type Clock } from './util/time.js';
@@ -219,11 +219,10 @@ export class Engine {
 
   /** Write a new proposal in the initial state (no checks beyond the key's uniqueness). */
   async create(key: string, payload: unknown, options: { stage: string; actor: Actor; id?: string }): Promise<Outcome> {
-    const { key: keyField, payload: payloadField, created } = this.pipeline.def.proposal;
+    const { key: keyField, payload: payloadField, created: stamp } = this.pipeline.def.proposal;
     const id = options.id ?? this.ids();
     const now = this.now();
     const initial = this.pipeline.lifecycle.initial;
-    const stamp = created ?? 'created_at';
     const proposal: Proposal & { id: string } = { id, [keyField]: key, [stamp]: now, status: initial, [payloadField]: payload };
     const audit: AuditRow = { at: now, id, event: 'create', from: null, to: initial, stage: options.stage, actor: options.actor };
     const result = await this.store.create({ proposal, key, audit });

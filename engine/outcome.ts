@@ -12,3 +12,8 @@ export type Outcome =
 export function refused(code: string, message: string, details?: string[], id?: string): Outcome {
   return { kind: 'refused', code, message, ...(details && details.length ? { details } : {}), ...(id ? { id } : {}) };
 }
+
+/** The one note for a proposal file that cannot be read: said by every command that meets one, which leaves it as it is. */
+export function malformedFileNote(id: string, reason?: string): string {
+  return `${id}: the proposal file is ${reason === undefined ? 'empty, truncated or not a JSON object' : `malformed (${reason})`} — skipped, left as it is`;
+}

@@ -57,7 +57,7 @@ function optionToken(token: string): { name: string; inlineValue: boolean } | un
 const NEGATIVE_NUMBER = /^-[0-9]/;
 
 /** Refuse unknown options and options missing their value, by name, before parseArgs sees them. */
-function precheck(tokens: readonly string[], specs: OptionSpecs): void {
+function refuseUnknownOptions(tokens: readonly string[], specs: OptionSpecs): void {
   const shorts = new Map(Object.entries(specs).flatMap(([name, spec]) => (spec.short ? [[spec.short, name] as const] : [])));
   for (let i = 0; i < tokens.length; i++) {
     const token = tokens[i]!;
@@ -88,7 +88,7 @@ function precheck(tokens: readonly string[], specs: OptionSpecs): void {
 /** Parse `tokens` for a command that takes `specs` plus the global options. */
 export function parseCommandArgs(tokens: readonly string[], specs: OptionSpecs): Parsed {
   const all = { ...GLOBAL_OPTIONS, ...specs };
-  precheck(tokens, all);
+  refuseUnknownOptions(tokens, all);
   // parseArgs reads `--limit -1` as a missing value: hand it the value inline, as `--limit=-1`.
   const args: string[] = [];
   for (let i = 0; i < tokens.length; i++) {

@@ -5,8 +5,7 @@
  * same data the parser uses and cannot describe an option that does not exist.
  */
 import type { Pipeline } from '../config/load.js';
-import type { FromConfig, OptionSpecs } from './args.js';
-import type { Context } from './context.js';
+import { EXAMPLE_ID, type ArgumentHelp, type CommandSpec } from './command-spec.js';
 import { runInit } from './commands/init.js';
 import { runJudge, verdictFormatHelp } from './commands/judge.js';
 import { runList, runPropose, runShow, runStatus } from './commands/queue.js';
@@ -16,38 +15,8 @@ import { runRescore } from './commands/rescore.js';
 import { runRun } from './commands/run.js';
 import { runStore } from './commands/store.js';
 import { runValidate } from './commands/validate.js';
-import { DEFAULT_PORT, FORMATS, runViz } from './commands/viz.js';
-
-/** A positional argument, for help. */
-export interface ArgumentHelp {
-  name: string;
-  description: string;
-  /** More of the description, when the configuration loads. */
-  more?: (pipeline: Pipeline) => string;
-  /** What applies when it is not given (an optional argument). */
-  default?: FromConfig<string>;
-  allowed?: FromConfig<readonly string[]>;
-}
-
-export interface CommandSpec {
-  name: string;
-  usage: string;
-  summary: string;
-  options: OptionSpecs;
-  /** How many positionals: [min, max]. */
-  positionals: [number, number];
-  positionalNames?: string[];
-  /** The positionals, described for help. */
-  arguments?: ArgumentHelp[];
-  /** One command line that works (help shows it). */
-  example?: FromConfig<string>;
-  /** More help after the options (a format, a note), given the configuration when it loads. */
-  details?: (pipeline: Pipeline | undefined) => string[];
-  run(context: Context): Promise<number>;
-}
-
-/** A well-formed id for examples: help shows a command line, not a placeholder. */
-export const EXAMPLE_ID = '01JC8A7ZJ4W6V3X8RDY2C5N9KT';
+import { VIZ_FORMATS } from '../viz/formats.js';
+import { DEFAULT_PORT, runViz } from './commands/viz.js';
 
 /** `<id>` also takes the pipeline's key field (SPEC §7). */
 const ID_ARGUMENT: ArgumentHelp = {
@@ -209,7 +178,7 @@ export const BUILT_INS: CommandSpec[] = [
     usage: 'pipeline viz [--format html|svg|dot|mermaid|json] [--out FILE] [--serve [--port N]]',
     summary: 'render the lifecycle with live counts',
     options: {
-      format: { type: 'string', placeholder: 'F', description: 'what to render', default: 'html; json with --json', allowed: FORMATS },
+      format: { type: 'string', placeholder: 'F', description: 'what to render', default: 'html; json with --json', allowed: VIZ_FORMATS },
       out: { type: 'string', placeholder: 'FILE', description: 'write to FILE instead of stdout', default: 'stdout' },
       serve: { type: 'boolean', description: 'serve the page on 127.0.0.1 with live counts, until Ctrl-C' },
       port: { type: 'string', placeholder: 'N', description: 'the port for --serve; 0 picks a free one', default: String(DEFAULT_PORT) },

@@ -14,7 +14,8 @@ import { closest, listWords } from '../util/suggest.js';
 import { wrapHanging } from '../util/wrap.js';
 import { HELP_WIDTH as WIDTH, table } from './layout.js';
 import { GLOBAL_OPTIONS, UsageError, type FromConfig, type OptionSpec } from './args.js';
-import { BUILT_INS, type CommandSpec } from './commands.js';
+import type { CommandSpec } from './command-spec.js';
+import { BUILT_INS } from './commands.js';
 import type { Io } from './io.js';
 import { globalValue, specFor } from './review-commands.js';
 

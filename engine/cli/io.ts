@@ -77,7 +77,7 @@ export function processIo(): Io {
 export type Colors = ReturnType<typeof pc.createColors>;
 
 /** JSON text for output (2-space indent, terminal-safe, parses to `value`), or undefined when it nests too deep to print. */
-export function renderJson(value: unknown): string | undefined {
+export function jsonOutputText(value: unknown): string | undefined {
   return nestsDeeperThan(value, MAX_PRINT_DEPTH) ? undefined : escapeJsonText(JSON.stringify(value, null, 2) ?? 'null');
 }
 
@@ -103,7 +103,7 @@ export class Output {
 
   /** A machine-readable result on stdout; a value nested too deep to print is an error, not a crash. */
   data(value: unknown): void {
-    const text = renderJson(value);
+    const text = jsonOutputText(value);
     if (text === undefined) throw new PipelineError('output.too_deep', `the result is nested more than ${MAX_PRINT_DEPTH} levels deep and cannot be printed`);
     this.io.stdout.write(`${text}\n`);
   }
@@ -117,7 +117,7 @@ export class Output {
     let chunk = '[';
     let first = true;
     values.forEach((value, index) => {
-      const text = renderJson(value);
+      const text = jsonOutputText(value);
       if (text === undefined) {
         left.push(index);
         return;

@@ -45,12 +45,6 @@ export function matches(proposal: unknown, where: readonly Condition[], grep: { 
   return typeof title === 'string' && title.toLowerCase().includes(grep.text.toLowerCase());
 }
 
-/** The field `list` shows as a proposal's title (the review stage's `title`). */
-export function titleField(pipeline: Pipeline): string | undefined {
-  for (const stage of pipeline.stages) if (stage.kind === 'review' && stage.title) return stage.title;
-  return undefined;
-}
-
 /**
  * Why a proposal is where it is, for a text row: the recorded reason of the judge stage whose
  * failing event leads into its status (`below_threshold`, `criterion_floor: disclosure`).
@@ -61,7 +55,7 @@ export function decisionReason(pipeline: Pipeline, proposal: Record<string, unkn
     if (stage.kind !== 'judge') continue;
     const failed = pipeline.lifecycle.transitions.find((t) => t.from === stage.from && t.event === stage.events.fail)?.target;
     if (failed !== status) continue;
-    const verdict = getPath(proposal, stage.verdict ?? 'verdict');
+    const verdict = getPath(proposal, stage.verdict);
     if (!isObject(verdict) || typeof verdict['reason'] !== 'string') continue;
     return typeof verdict['failed_criterion'] === 'string' ? `${verdict['reason']}: ${verdict['failed_criterion']}` : verdict['reason'];
   }

@@ -5,7 +5,8 @@
  */
 import { EXIT, isPipelineError } from '../errors.js';
 import { parseCommandArgs, splitCommand, UsageError, GLOBAL_OPTIONS } from './args.js';
-import { BUILT_INS, type CommandSpec } from './commands.js';
+import type { CommandSpec } from './command-spec.js';
+import { BUILT_INS } from './commands.js';
 import { Context, type Injected } from './context.js';
 import { processIo, Output, type Io } from './io.js';
 import { allSpecs, findSpec, readHelpConfig, renderCommandHelp, renderOverview, unknownCommand, versionText } from './help.js';

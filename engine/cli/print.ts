@@ -3,7 +3,7 @@ import { EXIT, type ExitCode } from '../errors.js';
 import type { Outcome } from '../outcome.js';
 import type { Output } from './io.js';
 
-export function exitCodeOf(outcome: Outcome): ExitCode {
+export function exitCodeOfOutcome(outcome: Outcome): ExitCode {
   switch (outcome.kind) {
     case 'committed':
     case 'unchanged':
@@ -33,5 +33,5 @@ export function printOutcome(out: Output, outcome: Outcome): ExitCode {
       out.note(`${outcome.id}: ${outcome.reason}; it stays as it is and the next run retries it`, 'could not be judged:');
       break;
   }
-  return exitCodeOf(outcome);
+  return exitCodeOfOutcome(outcome);
 }

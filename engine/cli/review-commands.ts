@@ -8,7 +8,7 @@ import { isPipelineError } from '../errors.js';
 import { findReviewCommand, optionName, runReviewCommand, type ReviewCommand } from '../stages/review.js';
 import type { OptionSpec, OptionSpecs } from './args.js';
 import { listWords } from '../util/suggest.js';
-import { EXAMPLE_ID, type CommandSpec } from './commands.js';
+import { EXAMPLE_ID, type CommandSpec } from './command-spec.js';
 import type { Io } from './io.js';
 import { printOutcome } from './print.js';
 

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { writeFileAtomic } from '../store/files.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
 import type { Env } from './interpolate.js';
 import type { ValidConfig } from './load.js';
 import { PIPELINE_FILE } from './read.js';

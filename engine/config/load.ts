@@ -6,6 +6,8 @@
 import path from 'node:path';
 import { PipelineError, type Issue } from '../errors.js';
 import { buildLifecycle, type Lifecycle } from '../lifecycle/machine.js';
+import { argsKey, checkKey } from '../util/schema-keys.js';
+import { parseDuration } from '../util/time.js';
 import { createAjv } from './ajv.js';
 import { readCachedConfig, writeCachedConfig } from './cache.js';
 import { configValidators, engineBuildId, type ConfigValidators } from './config-schemas.js';
@@ -15,7 +17,7 @@ import { type Env } from './interpolate.js';
 import { PIPELINE_FILE, readConfigTexts, type ConfigTexts } from './read.js';
 import { issueAt, type SourceFile } from './source.js';
 import { SchemaRegistry } from './schema-registry.js';
-import type { Defaults, MachineDef, PipelineDef, Rubric, StageDef } from './types.js';
+import type { Defaults, MachineDef, PipelineDef, Rubric, RubricFile, StageDef } from './types.js';
 import { checkYamlFile, type CheckedFile } from './validate-file.js';
 
 export interface Pipeline {
@@ -46,14 +48,9 @@ export interface Sources {
 
 export const DEFAULT_CONCURRENCY = 8;
 
-/** Seconds from `30`, `"30s"`, `"500ms"` or `"2m"`. */
-export function parseDuration(value: number | string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value === 'number') return value;
-  const match = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m)$/.exec(value);
-  if (!match) return fallback;
-  const amount = Number(match[1]);
-  return match[2] === 'ms' ? amount / 1000 : match[2] === 'm' ? amount * 60 : amount;
+/** A rubric as validated, with the defaults SPEC §2 gives (min_criterion_coverage 0.6). */
+export function withRubricDefaults(file: RubricFile): Rubric {
+  return { ...file, min_criterion_coverage: file.min_criterion_coverage ?? 0.6 };
 }
 
 function stageName(file: string, def: { name?: string }): string {
@@ -128,9 +125,6 @@ function registerInline(registry: SchemaRegistry, def: PipelineDef, machine: Mac
     }
   }
 }
-
-export const argsKey = (stage: string, command: string) => `args:${stage}:${command}`;
-export const checkKey = (provider: string, criterion: string, index: number) => `check:${provider}:${criterion}:${index}`;
 
 export interface NamedSchema {
   name: string;
@@ -223,7 +217,7 @@ export function buildPipeline(dir: string, texts: ConfigTexts, env: Env, validat
       if (rubrics.has(checked.data.id)) {
         issues.push(issueAt(checked.source, ['id'], 'config.duplicate_rubric', `rubric id "${checked.data.id}" is already used by ${sources.rubrics.get(checked.data.id)?.file ?? 'another rubric'}`));
       } else {
-        rubrics.set(checked.data.id, { ...checked.data, min_criterion_coverage: checked.data.min_criterion_coverage ?? 0.6 });
+        rubrics.set(checked.data.id, withRubricDefaults(checked.data));
         sources.rubrics.set(checked.data.id, checked.source);
       }
     }

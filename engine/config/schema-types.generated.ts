@@ -96,9 +96,9 @@ export interface PipelineFile {
      */
     schema: string;
     /**
-     * The field stamped with the creation time (default created_at).
+     * The field stamped with the creation time.
      */
-    created?: string;
+    created: string;
   };
   /**
    * Named JSON Schemas (files relative to pipeline.yaml), used by the machine and the stages.
@@ -788,9 +788,9 @@ export interface JudgeStageFile {
   then?: string;
   max_answer_bytes?: number;
   /**
-   * The proposal field the verdict is recorded in, and the name of the event argument that carries it (default verdict).
+   * The proposal field the verdict is recorded in, and the name of the event argument that carries it.
    */
-  verdict?: string;
+  verdict: string;
 }
 export interface PromoteStageFile {
   kind: 'promote';

@@ -37,6 +37,8 @@ export type { AnthropicProviderConfig, ChecksProviderConfig, CommandProviderConf
 /** The kinds that call a model: they have timeouts, retries and a concurrency cap. */
 export type ModelProviderDef = CommandProviderConfig | OpenAIProviderConfig | AnthropicProviderConfig;
 
+/** A rubric file as written (validated), before its defaults. */
+export type { RubricFile };
 /** A rubric file with its defaults applied. */
 export type Rubric = RubricFile & { min_criterion_coverage: number };
 export type Criterion = Rubric['criteria'][number];

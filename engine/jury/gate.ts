@@ -18,7 +18,7 @@ export interface JuryVerdict {
   failed_criterion?: string;
 }
 
-export type Decision = { ok: true; verdict: JuryVerdict } | { ok: false; reason: string };
+export type JuryDecision = { ok: true; verdict: JuryVerdict } | { ok: false; reason: string };
 
 function multiset(values: readonly string[]): string {
   return [...values].sort().join('\u0000');
@@ -81,7 +81,7 @@ export function policyPasses(policy: Rubric['gate_policy'], judges: readonly Ver
 }
 
 /** Panel → coverage → aggregate → gate (policy, threshold, floors). */
-export function decideJury(rubric: Rubric, judges: readonly Verdict[]): Decision {
+export function decideJury(rubric: Rubric, judges: readonly Verdict[]): JuryDecision {
   const panel = checkPanel(rubric, judges);
   if (panel) return { ok: false, reason: panel };
   const coverage = checkCoverage(rubric, judges);

@@ -5,6 +5,7 @@
  */
 import type { Rubric } from '../config/types.js';
 import { decideJury } from './gate.js';
+import { isObject } from '../util/json-path.js';
 import { checkVerdict, type Verdict } from './verdict.js';
 
 /**
@@ -79,7 +80,6 @@ export interface Replay {
   counts: Record<string, number>;
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const numberOrNull = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
 
 type Read = { kind: 'jury'; panel: Omit<RecordedPanel, 'id' | 'source'> } | { kind: 'no_jury' } | { kind: 'none' } | { kind: 'unreadable' };

@@ -5,11 +5,11 @@
  * when that reaches `pass_at` (floors are the rubric's business, not the judge's).
  * Free and offline; it scores only the criteria of the rubric it serves.
  */
-import { checkKey } from '../config/load.js';
+import { checkKey } from '../util/schema-keys.js';
 import type { SchemaRegistry } from '../config/schema-registry.js';
 import type { Check, ChecksProviderConfig } from '../config/types.js';
 import { getPath } from '../util/json-path.js';
-import { findSecrets, textsOf } from './secrets.js';
+import { findSecrets, textsOf } from './secret-scan.js';
 import { UNKNOWN_USAGE, type Provider, type ProviderRequest, type ProviderResult } from './types.js';
 
 /** `absent` patterns are case-insensitive. */

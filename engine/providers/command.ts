@@ -7,8 +7,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { constants } from 'node:os';
 import type { CommandProviderConfig } from '../config/types.js';
 import type { ModelSettings } from './index.js';
-import { withRetries, type Attempt, type RetryPolicy } from './retry.js';
-import { maskSecrets } from './secrets.js';
+import { withRetries, type CallAttempt, type RetryPolicy } from './retry.js';
+import { maskSecrets } from './secret-scan.js';
 import type { Provider, ProviderRequest } from './types.js';
 import { UNKNOWN_USAGE } from './types.js';
 
@@ -115,14 +115,14 @@ function killGroup(pid: number): void {
 }
 
 /** One run of the program, classified: timeouts and non-zero exits are worth another try. */
-function runOnce(label: string, argv: string[], env: NodeJS.ProcessEnv, settings: ModelSettings, request: ProviderRequest): Promise<Attempt<string>> {
+function runOnce(label: string, argv: string[], env: NodeJS.ProcessEnv, settings: ModelSettings, request: ProviderRequest): Promise<CallAttempt<string>> {
   return new Promise((resolve) => {
     // A process group of its own, so a timeout also kills whatever the program started.
     const group = process.platform !== 'win32';
     let timer: NodeJS.Timeout | undefined;
     let settled = false;
     let child: ChildProcessWithoutNullStreams;
-    const settle = (attempt: Attempt<string>, kill = false) => {
+    const settle = (attempt: CallAttempt<string>, kill = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);

@@ -5,8 +5,8 @@
  */
 import type { Usage } from '../jury/verdict.js';
 import type { ModelSettings } from './index.js';
-import { parseRetryAfter, withRetries, type Attempt, type RetryPolicy } from './retry.js';
-import { maskSecrets } from './secrets.js';
+import { parseRetryAfter, withRetries, type CallAttempt, type RetryPolicy } from './retry.js';
+import { maskSecrets } from './secret-scan.js';
 import type { ProviderResult } from './types.js';
 
 export interface JsonRequest {
@@ -112,7 +112,7 @@ function connectionReason(error: unknown): string {
 
 const hasHeader = (headers: Record<string, string>, name: string) => Object.keys(headers).some((key) => key.toLowerCase() === name);
 
-async function attemptOnce(label: string, request: JsonRequest, settings: ModelSettings, parse: ParseAnswer, signal?: AbortSignal): Promise<Attempt<{ text: string; usage: Usage }>> {
+async function attemptOnce(label: string, request: JsonRequest, settings: ModelSettings, parse: ParseAnswer, signal?: AbortSignal): Promise<CallAttempt<{ text: string; usage: Usage }>> {
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(), settings.timeoutMs);
   const combined = signal ? AbortSignal.any([timeout.signal, signal]) : timeout.signal;

@@ -4,7 +4,7 @@
  */
 import pLimit from 'p-limit';
 import type { Pipeline } from '../config/load.js';
-import { parseDuration } from '../config/load.js';
+import { parseDuration } from '../util/time.js';
 import type { Env } from '../config/interpolate.js';
 import type { ModelProviderDef, ProviderDef } from '../config/types.js';
 import { createAnthropicProvider } from './anthropic.js';

@@ -6,7 +6,7 @@
  * Hand-written rather than p-retry: p-retry's delays come from its own backoff formula and it
  * has no way to wait for the server's Retry-After instead.
  */
-export type Attempt<T> = { ok: true; value: T } | { ok: false; transient: boolean; reason: string; retryAfterMs?: number; oversize?: boolean };
+export type CallAttempt<T> = { ok: true; value: T } | { ok: false; transient: boolean; reason: string; retryAfterMs?: number; oversize?: boolean };
 
 export interface RetryPolicy {
   attempts: number;
@@ -51,7 +51,7 @@ export function backoffDelay(attempt: number, policy: RetryPolicy): number {
   return Math.round((policy.random ?? Math.random)() * ceiling);
 }
 
-export async function withRetries<T>(run: (attempt: number) => Promise<Attempt<T>>, policy: RetryPolicy, signal?: AbortSignal): Promise<{ ok: true; value: T } | { ok: false; outage: string; oversize?: boolean }> {
+export async function withRetries<T>(run: (attempt: number) => Promise<CallAttempt<T>>, policy: RetryPolicy, signal?: AbortSignal): Promise<{ ok: true; value: T } | { ok: false; outage: string; oversize?: boolean }> {
   const sleep = policy.sleep ?? abortableSleep;
   let last = 'no attempt was made';
   for (let attempt = 1; attempt <= Math.max(1, policy.attempts); attempt++) {

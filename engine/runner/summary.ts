@@ -45,7 +45,7 @@ export function addUsage(summary: Summary, usage: Usage): void {
   if (usage.tokens_out !== null) summary.tokens.tokens_out = (summary.tokens.tokens_out ?? 0) + usage.tokens_out;
 }
 
-export function exitCodeOf(summaries: readonly Summary[]): ExitCode {
+export function exitCodeOfRun(summaries: readonly Summary[]): ExitCode {
   if (summaries.some((summary) => summary.interrupted)) return EXIT.interrupted;
   if (summaries.some((summary) => summary.refused.length)) return EXIT.refused;
   if (summaries.some((summary) => summary.unjudged.length)) return EXIT.unjudged;

@@ -16,7 +16,7 @@ export function judgeStagesInto(pipeline: Pipeline, status: string): JudgeStageD
 
 /** The proposal field (and event argument) that holds a judge stage's verdict. */
 export function verdictField(stage: JudgeStageDef): string {
-  return stage.verdict ?? 'verdict';
+  return stage.verdict;
 }
 
 /** The stage a judge stage hands its verdicts to (`then:`), resolved by name. */

@@ -14,6 +14,7 @@ import { checkJudgeable, judgePanel, planFor, thenStage, type JudgeResult } from
 import { recordKind } from './promote.js';
 import { getPath, isObject } from '../util/json-path.js';
 import { tidyNumber } from '../util/numbers.js';
+import { malformedFileNote } from '../outcome.js';
 
 export function judgeRun(engine: Engine, stage: JudgeStageDef, providers: ProviderSource): StageRun<string> {
   const targets = engine.pipeline.lifecycle.transitions.filter((t) => t.from === stage.from && (t.event === stage.events.pass || t.event === stage.events.fail));
@@ -24,7 +25,7 @@ export function judgeRun(engine: Engine, stage: JudgeStageDef, providers: Provid
 
   /** Why a proposal was failed, for the summary: the gate's reason, the floor that failed, the aggregate. */
   const whyFailed = (proposal: Record<string, unknown>): string | undefined => {
-    const verdict = getPath(proposal, stage.verdict ?? 'verdict');
+    const verdict = getPath(proposal, stage.verdict);
     if (!isObject(verdict) || typeof verdict['reason'] !== 'string') return undefined;
     const floor = typeof verdict['failed_criterion'] === 'string' ? ` (${verdict['failed_criterion']})` : '';
     const score = typeof verdict['aggregate_score'] === 'number' ? `, aggregate ${tidyNumber(Number(verdict['aggregate_score'].toFixed(3)))}` : '';
@@ -84,7 +85,7 @@ export function judgeRun(engine: Engine, stage: JudgeStageDef, providers: Provid
     },
     async work(id, lease, options) {
       const read = await engine.store.read(id);
-      if (read.kind === 'malformed') return { outcome: 'refused', refused: true, note: `${id}: the proposal file is malformed (${read.reason}) — skipped, left as it is` };
+      if (read.kind === 'malformed') return { outcome: 'refused', refused: true, note: malformedFileNote(id, read.reason) };
       if (read.kind !== 'found' || read.stored.proposal['status'] !== stage.from) return undefined; // decided by someone else meanwhile
       const then = followUpOf(engine, stage, 'run');
       const judgement = await judgePanel(engine, stage, read.stored, {

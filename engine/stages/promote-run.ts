@@ -7,6 +7,7 @@ import type { Engine } from '../engine.js';
 import { emptyPlan } from '../runner/plan.js';
 import type { StageRun } from '../runner/driver.js';
 import { promotableStates, promote, recordKind } from './promote.js';
+import { malformedFileNote } from '../outcome.js';
 
 export function promoteRun(engine: Engine, stage: PromoteStageDef): StageRun<string> {
   const states = promotableStates(stage);
@@ -33,7 +34,7 @@ export function promoteRun(engine: Engine, stage: PromoteStageDef): StageRun<str
     },
     async work(id, lease) {
       const read = await engine.store.read(id);
-      if (read.kind === 'malformed') return { outcome: 'refused', refused: true, note: `${id}: the proposal file is malformed (${read.reason}) — skipped, left as it is` };
+      if (read.kind === 'malformed') return { outcome: 'refused', refused: true, note: malformedFileNote(id, read.reason) };
       if (read.kind !== 'found') return undefined;
       const result = await promote(engine, stage, read.stored, 'run', lease);
       const warnings = result.warnings.map((warning) => `warning: ${warning}`);

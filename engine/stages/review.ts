@@ -4,7 +4,8 @@
  * the proposal's status through the machine. No provider is ever called here.
  */
 import { describeErrors, type Finding } from '../config/describe-errors.js';
-import { argsKey, type Pipeline } from '../config/load.js';
+import type { Pipeline } from '../config/load.js';
+import { argsKey } from '../util/schema-keys.js';
 import type { CommandDef, ReviewStageDef } from '../config/types.js';
 import type { Actor, Engine } from '../engine.js';
 import { guardPasses } from '../lifecycle/decide.js';

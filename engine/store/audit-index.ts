@@ -7,7 +7,8 @@
  */
 import { lstatSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { readRegular, readRegularFrom, writeFileAtomic } from './files.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { readRegular, readRegularFrom } from './files.js';
 
 const FORMAT = 'pipeline-audit-index 1';
 

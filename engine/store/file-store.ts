@@ -15,25 +15,11 @@
 import { createHash } from 'node:crypto';
 import { existsSync, linkSync, lstatSync, mkdirSync, promises as fs, readdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
+import { fsyncDir, groupSync, install, NotRegularFile, writeFileAtomic, writeTemp } from '../util/atomic-write.js';
 import { isUlid } from '../util/ids.js';
 import { isObject } from '../util/json-path.js';
 import { readAuditIndex, type AuditMemo } from './audit-index.js';
-import {
-  appendText,
-  fsyncDir,
-  groupSync,
-  install,
-  isRealDirectory,
-  lastByte,
-  NotRegularFile,
-  parseJsonLines,
-  readRegular,
-  readRegularFrom,
-  sizeOf,
-  sweepTemps,
-  writeFileAtomic,
-  writeTemp,
-} from './files.js';
+import { appendText, isRealDirectory, lastByte, parseJsonLines, readRegular, readRegularFrom, sizeOf, sweepTemps } from './files.js';
 import { readIntents, Journal, type EntryIntent, type Intent } from './journal.js';
 import { LedgerIndex } from './ledger-index.js';
 import { ownerFileName, OwnerFiles, type Held } from './owner-files.js';

@@ -1,5 +1,6 @@
 /**
- * The file primitives every store write and read goes through.
+ * The file primitives every store read and append goes through (whole files are replaced by
+ * `util/atomic-write.ts`).
  *
  * Nothing is truncated in place: a file is replaced by writing a temp file in the same
  * directory, fsyncing it, renaming it over the old one and fsyncing the directory; a ledger or
@@ -14,45 +15,12 @@
  * the commits of concurrent work overlap, and concurrent syncs of one file or directory are
  * shared (group commit).
  */
-import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  constants,
-  fdatasync,
-  fstatSync,
-  fsync,
-  linkSync,
-  lstatSync,
-  openSync,
-  promises as fs,
-  readSync,
-  renameSync,
-  unlinkSync,
-  writeSync,
-  type Stats,
-} from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, promises as fs, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
+import { NotRegularFile, writeAll } from '../util/atomic-write.js';
 import { isAlive } from './process-identity.js';
 
-/** Per process, so two processes that reuse a pid never collide on a temp name. */
-const randomSuffix = randomBytes(3).toString('hex');
-
-const fsyncAsync = promisify(fsync);
-const fdatasyncAsync = promisify(fdatasync);
-
 const { O_RDONLY, O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
-
-/** A path in the store that is not a regular file (or not a real directory). */
-export class NotRegularFile extends Error {
-  readonly code = 'ENOTREG';
-  constructor(
-    readonly file: string,
-    readonly what: string,
-  ) {
-    super(`${file} is ${what}, not a regular file; the store does not read or write through it`);
-  }
-}
 
 function describeType(stat: Stats): string {
   if (stat.isSymbolicLink()) return 'a symbolic link';
@@ -155,133 +123,6 @@ export function isRealDirectory(dir: string): boolean {
   throw new NotRegularFile(dir, `${describeType(stat)} where a directory belongs`);
 }
 
-/**
- * Group commit: concurrent requests to make a file's writes (or a directory's entries) durable
- * share one sync. A request waits for a sync that starts after it was made, because one already
- * running may not cover its write.
- */
-export class GroupSync {
-  private running: Promise<void> | undefined;
-  private next: Promise<void> | undefined;
-  constructor(private readonly sync: () => Promise<void>) {}
-
-  request(): Promise<void> {
-    if (!this.running) return this.start();
-    this.next ??= this.running.then(
-      () => this.startNext(),
-      () => this.startNext(),
-    );
-    return this.next;
-  }
-
-  private startNext(): Promise<void> {
-    this.next = undefined;
-    return this.start();
-  }
-
-  private start(): Promise<void> {
-    const running: Promise<void> = this.sync().finally(() => {
-      if (this.running === running) this.running = undefined;
-    });
-    this.running = running;
-    return running;
-  }
-}
-
-const groups = new Map<string, GroupSync>();
-
-async function syncPath(target: string, data: boolean): Promise<void> {
-  const fd = openSync(target, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
-  try {
-    await (data ? fdatasyncAsync(fd) : fsyncAsync(fd));
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** Make `target`'s writes so far durable, sharing the sync with concurrent requests. */
-export function groupSync(target: string, data: boolean): Promise<void> {
-  let group = groups.get(target);
-  if (!group) {
-    group = new GroupSync(() => syncPath(target, data));
-    groups.set(target, group);
-  }
-  return group.request();
-}
-
-/** Make a directory's entries (renames, links) durable; concurrent calls share one fsync. */
-export function fsyncDir(dir: string): Promise<void> {
-  return groupSync(dir, false);
-}
-
-export interface WriteOptions {
-  /** fsync file and directory (default true). Off only for caches. */
-  durable?: boolean;
-  /** Fail with EEXIST when the target exists. */
-  exclusive?: boolean;
-  mode?: number;
-}
-
-let temps = 0;
-
-/** A temp name beside `target`, unique to this process (swept by pid if the process dies). */
-export function tempName(target: string): string {
-  return path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${(++temps).toString(36)}${randomSuffix}.tmp`);
-}
-
-function unlinkQuietly(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch {
-    // already gone
-  }
-}
-
-/** Write `data` to a new temp file beside `target` (fsynced when durable); returns its name. */
-export async function writeTemp(target: string, data: string | Uint8Array, options: { durable?: boolean; mode?: number } = {}): Promise<string> {
-  const temp = tempName(target);
-  const fd = openSync(temp, 'wx', options.mode ?? 0o644);
-  try {
-    writeAll(fd, typeof data === 'string' ? Buffer.from(data) : data);
-    if (options.durable ?? true) await fsyncAsync(fd);
-  } catch (error) {
-    closeSync(fd);
-    unlinkQuietly(temp);
-    throw error;
-  }
-  closeSync(fd);
-  return temp;
-}
-
-/**
- * Put a written temp file in place: rename over `target`, or — exclusive — link it there (link()
- * fails when the target exists, so a create never overwrites). The temp name is gone afterwards.
- * A directory at `target` is refused; a symlink at `target` is replaced, never followed.
- */
-export function install(temp: string, target: string, exclusive = false): void {
-  try {
-    if (exclusive) {
-      linkSync(temp, target);
-      unlinkSync(temp);
-    } else {
-      renameSync(temp, target);
-    }
-  } catch (error) {
-    unlinkQuietly(temp);
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST' && !exclusive) throw new NotRegularFile(target, 'a directory');
-    throw error;
-  }
-}
-
-/** Atomically replace (or create) `target` with `data`. */
-export async function writeFileAtomic(target: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
-  const durable = options.durable ?? true;
-  const temp = await writeTemp(target, data, { durable, ...(options.mode !== undefined ? { mode: options.mode } : {}) });
-  install(temp, target, options.exclusive);
-  if (durable) await fsyncDir(path.dirname(target));
-}
-
 /** The last byte of a regular file, or undefined when it is missing or empty. */
 export function lastByte(file: string): number | undefined {
   let fd: number;
@@ -323,16 +164,6 @@ export function appendText(file: string, text: string): { created: boolean } {
     closeSync(fd);
   }
   return { created };
-}
-
-/** Write every byte (write(2) may write fewer on a full disk: never install a short file). */
-export function writeAll(fd: number, data: Uint8Array): void {
-  let offset = 0;
-  while (offset < data.length) {
-    const written = writeSync(fd, data, offset, data.length - offset);
-    if (written <= 0) throw Object.assign(new Error('short write'), { code: 'EIO' });
-    offset += written;
-  }
 }
 
 /** Is a process of this host alive? (For temp files, whose names carry only a pid.) */

@@ -12,7 +12,8 @@
 import { unlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { AuditRow, LedgerWrite } from './types.js';
-import { appendText, fsyncDir, groupSync, parseJsonLines, readRegular } from './files.js';
+import { fsyncDir, groupSync } from '../util/atomic-write.js';
+import { appendText, parseJsonLines, readRegular } from './files.js';
 
 export type EntryIntent = { op: 'put'; collection: string; id: string; text: string } | { op: 'move'; from: string; to: string; id: string };
 

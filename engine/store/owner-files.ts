@@ -17,7 +17,7 @@
  */
 import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync } from 'node:fs';
 import path from 'node:path';
-import { writeAll } from './files.js';
+import { writeAll } from '../util/atomic-write.js';
 import { isAlive, newIdentity, SELF, type ProcessIdentity } from './process-identity.js';
 
 /** Default lease of an owner on another host (SPEC §11 `claim_ttl`, 5 min). */

@@ -11,7 +11,8 @@
 import { lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { hasPath } from '../util/json-path.js';
-import { readRegular, writeFileAtomic } from './files.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { readRegular } from './files.js';
 
 const FORMAT = 'pipeline-index 2';
 const FILE_NAME = /^[0-7][0-9A-HJKMNP-TV-Z]{25}\.json$/;

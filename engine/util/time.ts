@@ -7,3 +7,13 @@ export const systemClock: Clock = () => new Date();
 export function formatTimestamp(date: Date): string {
   return date.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
+
+/** Seconds from `30`, `"30s"`, `"500ms"` or `"2m"`. */
+export function parseDuration(value: number | string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value === 'number') return value;
+  const match = /^([0-9]+(?:\.[0-9]+)?)(ms|s|m)$/.exec(value);
+  if (!match) return fallback;
+  const amount = Number(match[1]);
+  return match[2] === 'ms' ? amount / 1000 : match[2] === 'm' ? amount * 60 : amount;
+}

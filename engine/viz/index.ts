@@ -6,6 +6,7 @@ import { renderJson, type VizGraph } from './graph.js';
 import { renderHtml, type PageOptions, type VizSnapshot } from './html.js';
 import { renderSvg } from './svg.js';
 import { renderDot, renderMermaid } from './text.js';
+import type { VizFormat } from './formats.js';
 
 export { buildGraph, renderJson, toJson, withCounts, edgeLabel, type VizGraph, type VizJson, type VizState, type VizTransition, type VizRepeat } from './graph.js';
 export { renderDot, renderMermaid } from './text.js';
@@ -15,15 +16,10 @@ export { renderHtml, type PageOptions, type ProposalRow, type VizSnapshot } from
 export { readSnapshot, titleField, PROPOSALS_PER_STATE, type SnapshotRead } from './snapshot.js';
 export { startVizServer, type VizServer, type VizServerOptions } from './server.js';
 
-export const FORMATS = ['html', 'svg', 'dot', 'mermaid', 'json'] as const;
-export type Format = (typeof FORMATS)[number];
-
-export function isFormat(value: string): value is Format {
-  return (FORMATS as readonly string[]).includes(value);
-}
+export { VIZ_FORMATS, type VizFormat } from './formats.js';
 
 /** Render `graph` in `format`; the html page also needs the snapshot (proposals per state). Pure. */
-export function renderFormat(format: Format, graph: VizGraph, snapshot: VizSnapshot, options: PageOptions = {}): string {
+export function renderFormat(format: VizFormat, graph: VizGraph, snapshot: VizSnapshot, options: PageOptions = {}): string {
   switch (format) {
     case 'html':
       return renderHtml(graph, snapshot, options);

@@ -18,7 +18,7 @@ export interface SnapshotRead {
   unknown: Record<string, number>;
 }
 
-/** The field shown as a proposal's title: the review stage's `title`, as `list` does. */
+/** The field shown as a proposal's title, by `list` and the page: the review stage's `title`. */
 export function titleField(stages: readonly StageDef[]): string | undefined {
   for (const stage of stages) if (stage.kind === 'review' && stage.title) return stage.title;
   return undefined;

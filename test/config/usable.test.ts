@@ -43,7 +43,7 @@ describe('criteria no judge can score', () => {
   it('refuses a panel whose scorable weight is below the minimum coverage', async () => {
     const dir = copyPipeline();
     const criteria = ['  - { name: grounding, weight: 0.45 }', '  - { name: novelty, weight: 0.55 }'];
-    edit(dir, 'rubrics/lesson-promotion.yaml', /criteria:\n[^]*?score_threshold/, `criteria:\n${criteria.join('\n')}\nscore_threshold`);
+    edit(dir, 'rubrics/lesson-promotion.yaml', /criteria:\n[\s\S]*?score_threshold/, `criteria:\n${criteria.join('\n')}\nscore_threshold`);
     const ran = await runIn(['validate', '--dir', dir], {});
     expect(ran.code).toBe(1);
     expect(ran.stderr.replaceAll(dir, '<dir>')).toMatchInlineSnapshot(`
@@ -59,7 +59,7 @@ describe('criteria no judge can score', () => {
   it('only warns about an unscored criterion the gate does not need (no floor, coverage still met)', async () => {
     const dir = copyPipeline();
     const criteria = ['  - { name: grounding, weight: 0.45, min_pass: 0.7 }', '  - { name: scope_accuracy, weight: 0.35, min_pass: 0.7 }', '  - { name: novelty, weight: 0.20 }'];
-    edit(dir, 'rubrics/lesson-promotion.yaml', /criteria:\n[^]*?score_threshold/, `criteria:\n${criteria.join('\n')}\nscore_threshold`);
+    edit(dir, 'rubrics/lesson-promotion.yaml', /criteria:\n[\s\S]*?score_threshold/, `criteria:\n${criteria.join('\n')}\nscore_threshold`);
     const ran = await runIn(['validate', '--dir', dir], {});
     expect(ran.code).toBe(0);
     expect(ran.stderr).toMatchInlineSnapshot(`
@@ -85,7 +85,7 @@ describe('provider keys', () => {
     const unset = await runIn(['validate', '--dir', dir], without('ANTHROPIC_API_KEY'));
     expect(unset.code).toBe(1);
     expect(unset.stderr.replaceAll(dir, '<dir>')).toMatchInlineSnapshot(`
-      "stages/judge.yaml:25:16: judge type adversarial uses provider "anthropic", whose key variable ANTHROPIC_API_KEY is not set: every call would fail
+      "stages/judge.yaml:26:16: judge type adversarial uses provider "anthropic", whose key variable ANTHROPIC_API_KEY is not set: every call would fail
         hint: set ANTHROPIC_API_KEY (api_key_env of "anthropic" in pipeline.yaml), or point judge type adversarial at another provider
       error: invalid configuration (1 error) in <dir>
       "
@@ -121,7 +121,7 @@ describe('unset variables in providers no stage uses', () => {
     const status = await runIn(['status', '--dir', dir], env);
     expect(status.code).toBe(0);
     expect(status.stderr.replaceAll(env.PIPELINE_STORE, '<store>')).toMatchInlineSnapshot(`
-      "warning: pipeline.yaml:207:15: environment variable OLLAMA_BASE_URL is not set (in provider "ollama", which no stage uses: it is left out until the variable is set)
+      "warning: pipeline.yaml:208:15: environment variable OLLAMA_BASE_URL is not set (in provider "ollama", which no stage uses: it is left out until the variable is set)
         hint: set the variable, or give a default with \${NAME:-default}
       warning: no store at <store>; nothing has been written there yet
       "

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createAnthropicProvider } from '../../engine/providers/anthropic.js';
 import { errorDetail } from '../../engine/providers/http.js';
 import { createOpenAIProvider } from '../../engine/providers/openai.js';
-import { maskSecrets } from '../../engine/providers/secrets.js';
+import { maskSecrets } from '../../engine/providers/secret-scan.js';
 import type { Provider } from '../../engine/providers/types.js';
 import { FAST_RETRY, promptRequest, startServer, testSettings, type LocalServer } from '../fixtures/providers/local-server.js';
 

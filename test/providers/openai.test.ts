@@ -28,7 +28,10 @@ function provider(def: Record<string, unknown>, settings = testSettings(), retry
 /** Real sleeps, with each requested wait recorded. */
 function recordedSleeps(): { retry: Partial<RetryPolicy>; waits: number[] } {
   const waits: number[] = [];
-  return { retry: { ...FAST_RETRY, sleep: (ms, signal) => (waits.push(ms), abortableSleep(ms, signal)) }, waits };
+  return { retry: { ...FAST_RETRY, sleep: (ms, signal) => {
+        waits.push(ms);
+        return abortableSleep(ms, signal);
+      } }, waits };
 }
 
 describe('openai provider', () => {

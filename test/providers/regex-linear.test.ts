@@ -13,7 +13,7 @@ import type { TransformStageDef } from '../../engine/config/types.js';
 import { PATTERN_FLAGS } from '../../engine/expr/evaluate.js';
 import { CLOSING_TAG } from '../../engine/expr/template.js';
 import { ABSENT_FLAGS } from '../../engine/providers/checks.js';
-import { OPAQUE_RUN, SECRET_PATTERNS } from '../../engine/providers/secrets.js';
+import { OPAQUE_RUN, SECRET_PATTERNS } from '../../engine/providers/secret-scan.js';
 import { isObject } from '../../engine/util/json-path.js';
 import { shippedPipeline } from '../helpers.js';
 

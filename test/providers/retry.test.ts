@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay, parseRetryAfter, withRetries, type Attempt, type RetryPolicy } from '../../engine/providers/retry.js';
+import { backoffDelay, parseRetryAfter, withRetries, type CallAttempt, type RetryPolicy } from '../../engine/providers/retry.js';
 
 /** A scripted run: returns the attempts in order and counts the calls. */
-function script<T>(...attempts: Attempt<T>[]) {
+function script<T>(...attempts: CallAttempt<T>[]) {
   const calls: number[] = [];
   const run = async (attempt: number) => {
     calls.push(attempt);
@@ -17,7 +17,7 @@ function recording(policy: Partial<RetryPolicy> = {}): { policy: RetryPolicy; wa
   return { policy: { attempts: 3, random: () => 1, sleep: async (ms) => void waits.push(ms), ...policy }, waits };
 }
 
-const transient = (reason = 'HTTP 500', retryAfterMs?: number): Attempt<string> => ({ ok: false, transient: true, reason, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+const transient = (reason = 'HTTP 500', retryAfterMs?: number): CallAttempt<string> => ({ ok: false, transient: true, reason, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
 
 describe('backoffDelay', () => {
   it('doubles the ceiling with each attempt up to maxDelayMs', () => {

@@ -1,6 +1,6 @@
 /** Group commit: concurrent durability requests share syncs, and none is answered by a sync that started before it. */
 import { describe, expect, it } from 'vitest';
-import { GroupSync } from '../../engine/store/files.js';
+import { GroupSync } from '../../engine/util/atomic-write.js';
 
 describe('GroupSync', () => {
   it('shares one sync among the requests made while another runs, and never answers early', async () => {

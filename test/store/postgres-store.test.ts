@@ -7,7 +7,10 @@ import { LAYOUT, storeContract } from './contract.js';
 
 const open = (url = freshSchemaUrl()) => new PostgresStore(parsePostgresUrl(url), LAYOUT);
 const opened: Store[] = [];
-const track = <T extends Store>(store: T): T => (opened.push(store), store);
+const track = <T extends Store>(store: T): T => {
+  opened.push(store);
+  return store;
+};
 
 describe.skipIf(!PG_URL)('PostgreSQL', () => {
   storeContract('postgres store', {

@@ -16,7 +16,7 @@ async function page(title = 'A claim', live = false): Promise<{ html: string; sn
 }
 
 function embedded(html: string): unknown {
-  const match = /<script type="application\/json" id="viz-data">([^]*?)<\/script>/.exec(html);
+  const match = /<script type="application\/json" id="viz-data">([\s\S]*?)<\/script>/.exec(html);
   if (!match) throw new Error('no embedded data');
   return JSON.parse(match[1]!);
 }

@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pipeline } from '../../config/load.js';
+import type { JudgeStageDef } from '../../config/types.js';
 import { EXIT } from '../../errors.js';
 import { VERDICT_FIELDS } from '../../jury/verdict.js';
 import { table } from '../layout.js';
@@ -61,8 +62,8 @@ export async function runJudge(context: Context): Promise<number> {
  * from a rubric of the configuration, and which rubric each proposal gets.
  */
 export function verdictFormatHelp(pipeline: Pipeline | undefined): string[] {
-  const stage = pipeline?.stages.find((candidate) => candidate.kind === 'judge');
-  const targets = stage?.kind === 'judge' ? Object.values(stage.rubric.map).filter((target): target is string => typeof target === 'string') : [];
+  const judges = pipeline?.stages.filter((candidate): candidate is JudgeStageDef => candidate.kind === 'judge') ?? [];
+  const targets = judges.flatMap((stage) => Object.values(stage.rubric.map).filter((target): target is string => typeof target === 'string'));
   const rubric = targets.map((target) => pipeline!.rubrics.get(target)).find((found) => found !== undefined);
   const seats = rubric?.judge_types ?? ['standard'];
   const scores = (rubric?.criteria ?? [{ name: 'accuracy' }]).map((criterion) => `"${criterion.name}": 0.8`).join(', ');
@@ -74,14 +75,14 @@ export function verdictFormatHelp(pipeline: Pipeline | undefined): string[] {
   const lines = ["verdicts: a JSON array with one object per seat of the proposal's panel, e.g.", '  [', ...example, '  ]'];
   lines.push(...table(VERDICT_FIELDS.map(([field, rule]) => [field, rule] as const)));
   lines.push('Any other key is dropped. Input that is not such an array leaves the proposal unjudged (exit 2).');
-  if (stage?.kind === 'judge') {
+  for (const stage of judges) {
     const rows = Object.entries(stage.rubric.map).map(([value, target]) => {
       if (typeof target !== 'string') return [value, `no jury (${target.none}): judged at once, no verdicts needed`] as const;
       const found = pipeline!.rubrics.get(target);
       const floors = found?.criteria.map((criterion) => (criterion.min_pass === undefined ? criterion.name : `${criterion.name}≥${criterion.min_pass}`)) ?? [];
       return [value, `${target}: panel ${found?.judge_types.join(', ') ?? '?'}; criteria ${floors.join(', ')}`] as const;
     });
-    lines.push('', `the rubric, by ${stage.rubric.by}:`, ...table(rows));
+    lines.push('', judges.length > 1 ? `the rubric of ${stage.name}, by ${stage.rubric.by}:` : `the rubric, by ${stage.rubric.by}:`, ...table(rows));
   }
   return lines;
 }

@@ -15,6 +15,7 @@ import { didYouMean } from '../../util/suggest.js';
 import { positiveInteger, UsageError, type OptionSpecs } from '../args.js';
 import type { Context } from '../context.js';
 import { printOutcome } from '../print.js';
+import { malformedFileNote } from '../../outcome.js';
 
 /** The environment variable without which `pool prune --execute` archives nothing. */
 export const PRUNE_GATE = 'PIPELINE_PRUNE_EXECUTE';
@@ -149,7 +150,7 @@ async function open(context: Context): Promise<{ engine: Engine; pool: PoolConfi
 }
 
 function reportMalformed(context: Context, ids: readonly string[]): void {
-  for (const id of new Set(ids)) context.out.warn(`${id}: the proposal file is empty, truncated or not a JSON object — skipped, left as it is`);
+  for (const id of new Set(ids)) context.out.warn(malformedFileNote(id));
 }
 
 function titleOf(proposal: Proposal | undefined, pool: PoolConfig): string {

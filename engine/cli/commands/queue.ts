@@ -10,11 +10,13 @@ import { tidyNumbers } from '../../util/numbers.js';
 import { didYouMean, listWords } from '../../util/suggest.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
-import { matches, parseWhere, rowSuffix, titleField } from '../list-filter.js';
+import { titleField } from '../../viz/snapshot.js';
+import { matches, parseWhere, rowSuffix } from '../list-filter.js';
 import { printOutcome } from '../print.js';
+import { malformedFileNote } from '../../outcome.js';
 
 function reportMalformed(context: Context, ids: readonly string[]): void {
-  for (const id of ids) context.out.warn(`${id}: the proposal file is empty, truncated or not a JSON object — skipped, left as it is`);
+  for (const id of ids) context.out.warn(malformedFileNote(id));
 }
 
 function reportTooDeep(context: Context, ids: readonly string[]): void {
@@ -54,7 +56,7 @@ export async function runList(context: Context): Promise<number> {
     throw new UsageError(`unknown state "${state}" (expected ${listWords([...states, 'all'])})${hint ? `; ${hint}` : ''}`, `usage: ${LIST_USAGE}`);
   }
   const where = parseWhere((values['where'] as string[] | undefined) ?? [], LIST_USAGE);
-  const title = titleField(pipeline);
+  const title = titleField(pipeline.stages);
   const grepText = values['grep'] as string | undefined;
   if (grepText !== undefined && title === undefined) {
     throw new UsageError('--grep searches the title field, and this pipeline declares none (title: in its review stage)', `usage: ${LIST_USAGE}`);

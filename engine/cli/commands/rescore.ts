@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { configValidators } from '../../config/config-schemas.js';
+import { withRubricDefaults } from '../../config/load.js';
 import type { JudgeStageDef, PromoteStageDef, Rubric } from '../../config/types.js';
 import { checkYamlFile } from '../../config/validate-file.js';
 import type { Engine } from '../../engine.js';
@@ -17,10 +18,9 @@ import { isObject } from '../../util/json-path.js';
 import { listWords } from '../../util/suggest.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
+import { malformedFileNote } from '../../outcome.js';
 
 const USAGE = 'usage: pipeline rescore --rubric FILE [--rubric FILE …] [--json]';
-/** The same default the pipeline loader applies (SPEC §2). */
-const DEFAULT_COVERAGE = 0.6;
 
 interface EditedRubric {
   file: string;
@@ -42,7 +42,7 @@ async function readRubrics(context: Context, files: readonly string[]): Promise<
     }
     const checked = checkYamlFile<Rubric>(file, text, validators.rubric, context.io.env);
     issues.push(...checked.issues);
-    if (checked.data && checked.issues.length === 0) rubrics.push({ file, rubric: { ...checked.data, min_criterion_coverage: checked.data.min_criterion_coverage ?? DEFAULT_COVERAGE } });
+    if (checked.data && checked.issues.length === 0) rubrics.push({ file, rubric: withRubricDefaults(checked.data) });
   }
   const errors = issues.filter((issue) => issue.severity === 'error').length;
   if (errors) {
@@ -91,7 +91,7 @@ async function readRecorded(context: Context, engine: Engine, verdictField: stri
     if (listed.kind === 'found') items.push(listed.stored);
     else malformed.push(listed.id);
   }
-  for (const id of malformed) context.out.warn(`${id}: the proposal file is empty, truncated or not a JSON object — skipped, left as it is`);
+  for (const id of malformed) context.out.warn(malformedFileNote(id));
   const ledgerRows: { id: unknown; verdict: unknown }[] = [];
   for (const { ledger, key, field } of juryLedgers(engine, verdictField)) {
     for await (const row of engine.store.ledger(ledger)) ledgerRows.push({ id: row[key], verdict: row[field] });

@@ -5,7 +5,7 @@ import { EXIT } from '../../errors.js';
 import { terminalProgress, silentProgress } from '../../runner/progress.js';
 import type { RunOptions } from '../../runner/driver.js';
 import { runStage } from '../../stages/index.js';
-import { exitCodeOf, summaryJson, summaryLines, type Summary } from '../../runner/summary.js';
+import { exitCodeOfRun, summaryJson, summaryLines, type Summary } from '../../runner/summary.js';
 import { listWords } from '../../util/suggest.js';
 import { positiveInteger, UsageError } from '../args.js';
 import type { Context } from '../context.js';
@@ -72,5 +72,5 @@ export async function runRun(context: Context): Promise<number> {
   }
   if (context.json) context.out.data(name !== undefined ? summaryJson(summaries[0]!) : summaries.map(summaryJson));
   if (controller.signal.aborted) return EXIT.interrupted;
-  return exitCodeOf(summaries);
+  return exitCodeOfRun(summaries);
 }

@@ -6,21 +6,21 @@
 import path from 'node:path';
 import { EXIT, PipelineError } from '../../errors.js';
 import type { Lifecycle } from '../../lifecycle/machine.js';
-import { NotRegularFile, writeFileAtomic } from '../../store/files.js';
+import { NotRegularFile, writeFileAtomic } from '../../util/atomic-write.js';
 import { listWords } from '../../util/suggest.js';
 import { escapeTerminal } from '../../util/terminal.js';
+import { isVizFormat, VIZ_FORMATS, type VizFormat } from '../../viz/formats.js';
 import type { ProposalRow, VizSnapshot } from '../../viz/index.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
+import { malformedFileNote } from '../../outcome.js';
 
 const USAGE = 'usage: pipeline viz [--format html|svg|dot|mermaid|json] [--out FILE] [--serve [--port N]]';
-export const FORMATS = ['html', 'svg', 'dot', 'mermaid', 'json'] as const;
-type Format = (typeof FORMATS)[number];
 /** The served page's default port (0 picks a free one). */
 export const DEFAULT_PORT = 4173;
 
 interface VizOptions {
-  format: Format;
+  format: VizFormat;
   out?: string;
   serve?: { port: number };
 }
@@ -28,11 +28,11 @@ interface VizOptions {
 /** Read and check the options before anything is loaded; every misuse is a usage error. */
 export function parseVizOptions(values: Record<string, unknown>, json: boolean): VizOptions {
   const given = values['format'] as string | undefined;
-  if (given !== undefined && !(FORMATS as readonly string[]).includes(given)) {
-    throw new UsageError(`unknown format "${given}" (expected ${listWords([...FORMATS])})`, USAGE);
+  if (given !== undefined && !isVizFormat(given)) {
+    throw new UsageError(`unknown format "${given}" (expected ${listWords([...VIZ_FORMATS])})`, USAGE);
   }
   if (json && given !== undefined && given !== 'json') throw new UsageError(`--json asks for --format json, not --format ${given}`, USAGE);
-  const format = (given ?? (json ? 'json' : 'html')) as Format;
+  const format = (given ?? (json ? 'json' : 'html')) as VizFormat;
   const out = values['out'] as string | undefined;
   const port = values['port'] as string | undefined;
   if (!values['serve']) {
@@ -57,7 +57,7 @@ export async function runViz(context: Context): Promise<number> {
   const read: Read = async (cap) => {
     const result = await viz.readSnapshot(engine.store, lifecycle.states, title, cap);
     for (const id of result.malformed) {
-      if (!reported.has(id)) context.out.warn(`${id}: the proposal file is empty, truncated or not a JSON object — skipped, left as it is`);
+      if (!reported.has(id)) context.out.warn(malformedFileNote(id));
       reported.add(id);
     }
     for (const [status, count] of Object.entries(result.unknown)) {

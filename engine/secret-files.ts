@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Env } from './config/interpolate.js';
 import type { SecretDef } from './config/types.js';
-import { writeFileAtomic } from './store/files.js';
+import { writeFileAtomic } from './util/atomic-write.js';
 
 export type SecretRead = { ok: true; value: string; warnings: string[] } | { ok: false; message: string };
 
