@@ -154,10 +154,12 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
   let claimed = 0;
   const aborted = () => options.signal?.aborted === true;
 
-  // Leases are renewed while work runs; one the store says is lost is not committed (fencing).
+  // Leases are renewed while work runs, three times per lease time (so a renewal that is late or
+  // lost still lands before expiry, whatever the lease time); one the store says is lost is not
+  // committed (fencing).
   const renewal = setInterval(() => {
     if (active.size) void engine.store.renew([...active.values()], ttl).catch(() => undefined);
-  }, Math.max(1000, Math.floor(ttl / 3)));
+  }, Math.max(50, Math.floor(ttl / 3)));
   renewal.unref();
 
   const process = async (unit: T, lease: Lease) => {

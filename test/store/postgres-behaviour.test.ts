@@ -1,0 +1,285 @@
+/**
+ * SPEC §11 on a real PostgreSQL server: the promises of the PostgreSQL store that only show while
+ * work is in flight or the database misbehaves. Leases are renewed while a judge call runs (a second
+ * worker meanwhile does not take the proposal over); no transaction is open during the call; a
+ * serialization failure or a deadlock on a commit is retried, anything else is not; concurrent
+ * first opens migrate once; and a `store:` URL in pipeline.yaml (under PIPELINE_STORE and --store)
+ * is the store commands use.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parsePostgresUrl, PostgresStore, SCHEMA_VERSION } from '../../engine/store/postgres-store.js';
+import type { AuditRow, Store } from '../../engine/store/types.js';
+import { runIn } from '../cli/memory-io.js';
+import { copyPipeline, proposalInput, SECRET_FILE, tempDir } from '../helpers.js';
+import { start } from '../torture/harness.js';
+import { freshSchemaUrl, PG_URL } from '../pg/database.js';
+import { LAYOUT } from './contract.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const opened: Store[] = [];
+const open = (url: string) => {
+  const store = new PostgresStore(parsePostgresUrl(url), LAYOUT);
+  opened.push(store);
+  return store;
+};
+afterAll(async () => {
+  await Promise.all(opened.map((store) => store.close()));
+});
+
+/** A plain client on the test server (the schema's tables, pg_stat_activity), closed after `use`. */
+async function sql<T>(use: (query: (text: string, values?: unknown[]) => Promise<Record<string, any>[]>) => Promise<T>): Promise<T> {
+  const pg = (await import('pg')).default;
+  const client = new pg.Client({ connectionString: PG_URL, application_name: 'pipeline-test-observer' });
+  await client.connect();
+  try {
+    return await use(async (text, values = []) => (await client.query(text, values)).rows as Record<string, any>[]);
+  } finally {
+    await client.end();
+  }
+}
+
+const schemaOf = (url: string) => parsePostgresUrl(url).schema;
+
+/**
+ * The shipped pipeline with both judges one command that records each call, then waits for a gate
+ * file before answering a passing verdict — a model call that lasts as long as the test wants —
+ * and leases of `ttl`.
+ */
+function gatedPipeline(ttl: string): { dir: string; calls: string; gate: string } {
+  const dir = copyPipeline();
+  const verdict = path.join(dir, 'verdict.json');
+  const calls = path.join(dir, 'calls');
+  const gate = path.join(dir, 'gate');
+  writeFileSync(verdict, JSON.stringify({ score: 0.9, passed: true, criterion_scores: { grounding: 0.9, scope_accuracy: 0.9, generality: 0.9, disclosure: 1 } }));
+  const main = path.join(dir, 'pipeline.yaml');
+  const command = `sh -c 'echo call >> ${calls}; while [ ! -e ${gate} ]; do sleep 0.05; done; cat ${verdict}'`;
+  writeFileSync(
+    main,
+    readFileSync(main, 'utf8')
+      .replace('providers:\n', `providers:\n  gated:\n    kind: command\n    command: "${command}"\n    paid: false\n`)
+      .replace(/defaults:\n/, `defaults:\n  claim_ttl: ${ttl}\n`),
+  );
+  const judge = path.join(dir, 'stages', 'judge.yaml');
+  writeFileSync(judge, readFileSync(judge, 'utf8').replace('standard: standard-checks', 'standard: gated').replace('adversarial: adversarial-checks', 'adversarial: gated'));
+  return { dir, calls, gate };
+}
+
+const callsMade = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).length : 0);
+
+/** One proposal confirmed for an org jury, in the store `url` of the pipeline in `dir`. */
+async function confirmedProposal(dir: string, url: string): Promise<string> {
+  const env = { PIPELINE_STORE: url, PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE! };
+  const created = await runIn(['--dir', dir, 'propose', '-'], env, { input: JSON.stringify(proposalInput()) });
+  expect(created.code, created.stderr).toBe(0);
+  const id = created.stdout.trim();
+  const confirmed = await runIn(['--dir', dir, 'confirm', id, '--visibility', 'org'], env);
+  expect(confirmed.code, confirmed.stderr).toBe(0);
+  return id;
+}
+
+async function auditOf(store: Store, id: string): Promise<AuditRow[]> {
+  const rows: AuditRow[] = [];
+  for await (const row of store.audit({ id })) rows.push(row);
+  return rows;
+}
+
+const verdictRows = (rows: AuditRow[]) => rows.filter((row) => row.event === 'approve' || row.event === 'reject');
+
+/**
+ * Start `pipeline run judge` (the binary, a worker process of its own) on the gated pipeline and
+ * wait until its first judge call is in flight (the proposal is leased, the call has not answered).
+ */
+async function judgeInFlight(ttl: string, url: string) {
+  const { dir, calls, gate } = gatedPipeline(ttl);
+  const id = await confirmedProposal(dir, url);
+  const env = { ...process.env, PIPELINE_STORE: url, PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE, PIPELINE_CONFIG_CACHE: tempDir('pipeline-config-cache-'), NO_COLOR: '1' };
+  const run = () => start(['--dir', dir, 'run', 'judge', '--yes', '--json'], env).done;
+  const first = run();
+  let ended = false;
+  void first.finally(() => (ended = true));
+  while (callsMade(calls) === 0) {
+    if (ended) throw new Error(`the run ended before its judge call: ${JSON.stringify(await first)}`);
+    await sleep(20);
+  }
+  return { id, dir, calls, first, run, open: () => writeFileSync(gate, '') };
+}
+
+describe.skipIf(!PG_URL)('PostgreSQL store while work is in flight (SPEC §11)', () => {
+  it('renews a 1 s lease while a judge call runs several lease lengths: a second worker does not take the proposal over, and it is judged once', async () => {
+    const url = freshSchemaUrl('renew');
+    const flight = await judgeInFlight('1s', url);
+    // For two lease lengths into the call, and on through a second worker's run, another claim gets nothing.
+    const store = open(url);
+    for (let probe = 0; probe < 10; probe++) {
+      expect(await store.claim('judge', { query: { status: 'confirmed' } }, 10, 1000)).toEqual({ leases: [] });
+      await sleep(200);
+    }
+    expect(await store.held('judge', { keys: [flight.id] })).toEqual([flight.id]);
+    // A second worker meanwhile finds the proposal held by a live run: it calls no judge and says so.
+    const second = await flight.run();
+    expect(second.code, second.stderr).toBe(2);
+    expect(JSON.parse(second.stdout).counts).toMatchObject({ approved: 0, rejected: 0, held_by_another_run: 1 });
+    expect(second.stderr).toContain(`${flight.id}: another run still holds it`);
+    const calledByFirst = callsMade(flight.calls);
+    flight.open();
+    const first = await flight.first;
+    expect(first.code, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout).counts).toMatchObject({ approved: 1 });
+    // Both jurors were asked once, by the first worker only; one verdict row.
+    expect(calledByFirst).toBeLessThanOrEqual(2);
+    expect(callsMade(flight.calls)).toBe(2);
+    expect(verdictRows(await auditOf(store, flight.id)).map((row) => row.event)).toEqual(['approve']);
+  }, 30_000);
+
+  it('holds no transaction open while a judge call runs', async () => {
+    // The store's connections carry this application_name (a URL parameter), so only they are watched.
+    const application = `pipeline_${Date.now().toString(36)}`;
+    const url = `${freshSchemaUrl('idle')}&application_name=${application}`;
+    const flight = await judgeInFlight('1s', url);
+    const states: string[] = [];
+    // Watch the store's sessions through several renewals of the lease while the call is in flight.
+    await sql(async (query) => {
+      for (let sample = 0; sample < 40; sample++) {
+        const rows = await query('SELECT state FROM pg_stat_activity WHERE application_name = $1', [application]);
+        states.push(...rows.map((row) => String(row['state'])));
+        await sleep(50);
+      }
+    });
+    flight.open();
+    const first = await flight.first;
+    expect(first.code, first.stderr).toBe(0);
+    // The watch saw the store's sessions (the filter is not empty), and none of them inside a transaction.
+    expect(states.length).toBeGreaterThan(0);
+    expect(states.filter((state) => state.startsWith('idle in transaction'))).toEqual([]);
+  }, 30_000);
+});
+
+/** Make the commit transactions of the schema of `url` fail: inserting an audit row raises `code` the first `times` times. */
+async function injectFault(url: string, code: string, times: number, when: 'at commit' | 'at once'): Promise<void> {
+  const schema = schemaOf(url);
+  await sql(async (query) => {
+    // A sequence counts the attempts: unlike a table, it is not rolled back with the failed transaction.
+    await query(`CREATE SEQUENCE "${schema}".fault_hits`);
+    await query(`CREATE FUNCTION "${schema}".fault() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF nextval(TG_TABLE_SCHEMA || '.fault_hits') <= TG_ARGV[1]::int THEN
+          RAISE EXCEPTION 'injected failure %', TG_ARGV[0] USING ERRCODE = TG_ARGV[0];
+        END IF;
+        RETURN NULL;
+      END $$`);
+    const trigger = when === 'at commit' ? 'CONSTRAINT TRIGGER fault AFTER INSERT' : 'TRIGGER fault AFTER INSERT';
+    const deferred = when === 'at commit' ? 'DEFERRABLE INITIALLY DEFERRED' : '';
+    await query(`CREATE ${trigger} ON "${schema}".audit ${deferred} FOR EACH ROW EXECUTE FUNCTION "${schema}".fault('${code}', '${times}')`);
+  });
+}
+
+const faultHits = (url: string) => sql(async (query) => Number((await query(`SELECT last_value FROM "${schemaOf(url)}".fault_hits`))[0]!['last_value']));
+
+const ID = '01ARZ3NDEKTSV4RRFFQ69G5FA1';
+const createAudit: AuditRow = { at: '2026-11-01T00:00:00Z', id: ID, event: 'create', from: null, to: 'confirmed', stage: 't', actor: 'cli' };
+const judgeAudit: AuditRow = { at: '2026-11-01T00:00:01Z', id: ID, event: 'approve', from: 'confirmed', to: 'approved', stage: 'judge', actor: 'cli' };
+
+describe.skipIf(!PG_URL)('PostgreSQL store when the database refuses a commit (SPEC §11)', () => {
+  for (const [code, name, when] of [
+    ['40001', 'a serialization failure', 'at commit'],
+    ['40P01', 'a deadlock', 'at once'],
+  ] as const) {
+    it(`retries a commit after ${name} (${code}), and it lands once with one audit row`, async () => {
+      const url = freshSchemaUrl('retry');
+      const store = open(url);
+      expect(await store.create({ proposal: { id: ID, status: 'confirmed' }, key: 'k', audit: createAudit })).toEqual({ ok: true, version: '1' });
+      const { leases } = await store.claim('judge', { keys: [ID] }, 1, 60_000);
+      await injectFault(url, code, 1, when);
+      const result = await store.commit({ id: ID, version: '1', next: { id: ID, status: 'approved' }, audit: [judgeAudit], lease: leases[0]! });
+      expect(result).toEqual({ ok: true, version: '2' });
+      // The first attempt failed, the second landed.
+      expect(await faultHits(url)).toBe(2);
+      expect((await auditOf(store, ID)).map((row) => row.event)).toEqual(['create', 'approve']);
+      const read = await store.read(ID);
+      expect(read.kind === 'found' && read.stored.proposal['status']).toBe('approved');
+    });
+  }
+
+  it('does not retry any other error: the commit fails once and the proposal is left as it was', async () => {
+    const url = freshSchemaUrl('noretry');
+    const store = open(url);
+    await store.create({ proposal: { id: ID, status: 'confirmed' }, key: 'k', audit: createAudit });
+    await injectFault(url, '23514', 1, 'at commit');
+    await expect(store.commit({ id: ID, version: '1', next: { id: ID, status: 'approved' }, audit: [judgeAudit] })).rejects.toThrow(/injected failure 23514/);
+    expect(await faultHits(url)).toBe(1);
+    expect((await auditOf(store, ID)).map((row) => row.event)).toEqual(['create']);
+    const read = await store.read(ID);
+    expect(read.kind === 'found' && [read.stored.version, read.stored.proposal['status']]).toEqual(['1', 'confirmed']);
+  });
+
+  it('reports a commit the database refuses for good as an error naming the proposal, on the command line', async () => {
+    const url = freshSchemaUrl('refused');
+    const dir = copyPipeline();
+    const id = await confirmedProposal(dir, url);
+    await injectFault(url, '23514', 1000, 'at commit');
+    const env = { PIPELINE_STORE: url, PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE! };
+    const judged = await runIn(['--dir', dir, 'run', 'judge', '--yes', '--json'], env);
+    expect(judged.code).not.toBe(0);
+    expect(judged.stderr).toContain(id);
+    expect(judged.stderr).toContain('injected failure 23514');
+    // One attempt per commit (the judge run's commit, and nothing retried it).
+    expect(await faultHits(url)).toBe(1);
+    const shown = await runIn(['--dir', dir, 'show', id, '--json'], env);
+    expect(JSON.parse(shown.stdout).status).toBe('confirmed');
+  });
+});
+
+describe.skipIf(!PG_URL)('PostgreSQL store migrations (SPEC §11)', () => {
+  it('creates the tables once when 8 stores open a fresh schema and write at the same moment', async () => {
+    const url = freshSchemaUrl('migrate');
+    const stores = Array.from({ length: 8 }, () => open(url));
+    const ids = stores.map((_store, n) => `01ARZ3NDEKTSV4RRFFQ69G${String(n).padStart(4, '0')}`);
+    const results = await Promise.all(
+      stores.map((store, n) => store.create({ proposal: { id: ids[n]!, status: 'confirmed' }, key: `k${n}`, audit: { ...createAudit, id: ids[n]! } })),
+    );
+    expect(results).toEqual(ids.map(() => ({ ok: true, version: '1' })));
+    const schema = schemaOf(url);
+    await sql(async (query) => {
+      const tables = await query('SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name', [schema]);
+      expect(tables.map((row) => row['table_name'])).toEqual(['audit', 'cache', 'documents', 'entries', 'leases', 'ledger_rows', 'meta', 'proposals']);
+      expect(await query(`SELECT key, value FROM "${schema}".meta`)).toEqual([{ key: 'schema_version', value: String(SCHEMA_VERSION) }]);
+      expect(await query(`SELECT count(*)::int AS n FROM "${schema}".proposals`)).toEqual([{ n: 8 }]);
+      expect(await query(`SELECT count(*)::int AS n FROM "${schema}".audit`)).toEqual([{ n: 8 }]);
+    });
+  });
+});
+
+describe.skipIf(!PG_URL)('a PostgreSQL URL as the store of pipeline.yaml (SPEC §11)', () => {
+  it('is the store commands use, under PIPELINE_STORE, under --store', async () => {
+    const [inYaml, inEnv, inFlag] = [freshSchemaUrl('yaml'), freshSchemaUrl('env'), freshSchemaUrl('flag')];
+    const dir = copyPipeline();
+    const main = path.join(dir, 'pipeline.yaml');
+    writeFileSync(main, readFileSync(main, 'utf8').replace(/^store: .*$/m, `store: ${inYaml}`));
+    const env = { PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE! };
+    const propose = async (extra: Record<string, string>, ...flags: string[]) => {
+      const created = await runIn(['--dir', dir, ...flags, 'propose', '-'], { ...env, ...extra }, { input: JSON.stringify(proposalInput()) });
+      expect(created.code, created.stderr).toBe(0);
+      return created.stdout.trim();
+    };
+    const inYamlId = await propose({});
+    const inEnvId = await propose({ PIPELINE_STORE: inEnv });
+    const inFlagId = await propose({ PIPELINE_STORE: inEnv }, '--store', inFlag);
+    // Nothing was written next to pipeline.yaml: the store is the database.
+    expect(existsSync(path.join(dir, '.pipeline'))).toBe(false);
+    const status = await runIn(['--dir', dir, 'status', '--json'], env);
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ pending: 1, confirmed: 0 });
+    for (const [url, id] of [
+      [inYaml, inYamlId],
+      [inEnv, inEnvId],
+      [inFlag, inFlagId],
+    ] as const) {
+      const ids: string[] = [];
+      for await (const entry of open(url).index()) ids.push(entry.id);
+      expect(ids, url).toEqual([id]);
+    }
+  });
+});
