@@ -133,7 +133,7 @@ function evaluateNode(node: unknown, context: ExprContext, missing: string[]): u
     case '$match': {
       const text = getPath(context.root, String(argument));
       if (typeof text !== 'string') return undefined;
-      const match = new RegExp(String(node['pattern']), PATTERN_FLAGS.match).exec(text);
+      const match = compiledPattern(String(node['pattern']), PATTERN_FLAGS.match).exec(text);
       const group = typeof node['group'] === 'number' ? node['group'] : 1;
       const value = match?.[group]?.trim();
       return value === undefined || value === '' ? undefined : value;
@@ -141,7 +141,7 @@ function evaluateNode(node: unknown, context: ExprContext, missing: string[]): u
     case '$pairs': {
       const text = getPath(context.root, String(argument));
       if (typeof text !== 'string') return undefined;
-      const line = new RegExp(String(node['line']), PATTERN_FLAGS.line).exec(text)?.[1];
+      const line = compiledPattern(String(node['line']), PATTERN_FLAGS.line).exec(text)?.[1];
       if (line === undefined) return undefined;
       const out: Record<string, string> = {};
       for (const match of line.matchAll(new RegExp(String(node['item']), PATTERN_FLAGS.item))) {
@@ -161,6 +161,18 @@ function evaluateNode(node: unknown, context: ExprContext, missing: string[]): u
       return undefined;
     }
   }
+}
+
+/** Patterns of expressions, compiled once (they come from the configuration: a bounded set). */
+const patterns = new Map<string, RegExp>();
+function compiledPattern(source: string, flags: 'm'): RegExp {
+  const key = `${flags}/${source}`;
+  let regex = patterns.get(key);
+  if (!regex) {
+    regex = new RegExp(source, flags);
+    patterns.set(key, regex);
+  }
+  return regex;
 }
 
 function copyOf(value: unknown, context: ExprContext): unknown {

@@ -3,7 +3,7 @@
  * `transition()` picks the transition (guards included), then the effects are applied to a copy.
  * The result is a commit to make, an idempotent repeat (nothing to write), or a refusal.
  */
-import { transition as xstateTransition } from 'xstate';
+import { createActor, type AnyActorScope, type AnyStateMachine } from 'xstate';
 import { jsonEqual, getPath, removePath } from '../util/json-path.js';
 import { applyOperations, type EntryMove, type LedgerRow, type Proposal } from './effects.js';
 import { effectOperations, STEP_ACTION, type Lifecycle, type Transition } from './machine.js';
@@ -47,6 +47,42 @@ export interface DecideInput {
   label: string;
 }
 
+/**
+ * xstate's pure `transition()`, with the inert actor scope made once per machine instead of per
+ * call: xstate builds a whole actor (and computes the machine's initial snapshot) for each call,
+ * which cost more than the transition itself. Transitions are synchronous and the lifecycle
+ * machine spawns no actors, so one scope serves every call; the actions are collected per call.
+ */
+const scopes = new WeakMap<AnyStateMachine, { scope: AnyActorScope; actions: unknown[] }>();
+
+function pureTransition(machine: AnyStateMachine, snapshot: unknown, event: unknown): [{ value: unknown }, unknown[]] {
+  let entry = scopes.get(machine);
+  if (!entry) {
+    const actions: unknown[] = [];
+    const self = createActor(machine);
+    const scope = {
+      self,
+      defer: () => {},
+      id: '',
+      logger: () => {},
+      sessionId: '',
+      stopChild: () => {},
+      system: self.system,
+      emit: () => {},
+      actionExecutor: (action: unknown) => {
+        actions.push(action);
+      },
+    } as unknown as AnyActorScope;
+    entry = { scope, actions };
+    scopes.set(machine, entry);
+  }
+  entry.actions.length = 0;
+  const next = machine.transition(snapshot as never, event as never, entry.scope);
+  const actions = entry.actions.slice();
+  entry.actions.length = 0;
+  return [next as { value: unknown }, actions];
+}
+
 export function guardPasses(lifecycle: Lifecycle, name: string, proposal: unknown, args: Record<string, unknown>): boolean {
   return lifecycle.guard(name)({ proposal, args }) === true;
 }
@@ -69,7 +105,7 @@ export function decide(lifecycle: Lifecycle, input: DecideInput): Decision {
   if (typeof status !== 'string' || !lifecycle.states.includes(status)) {
     return { kind: 'refused', code: 'status_unknown', message: `${input.label} has status ${JSON.stringify(status)}, which the lifecycle does not know` };
   }
-  const [next, actions] = xstateTransition(lifecycle.machine, lifecycle.snapshot(status), { type: event, args, proposal } as never);
+  const [next, actions] = pureTransition(lifecycle.machine, lifecycle.snapshot(status), { type: event, args, proposal });
   const step = (actions as { type: string; params?: { id?: number } }[]).find((action) => action.type === STEP_ACTION);
   if (!step || typeof step.params?.id !== 'number') {
     const candidates = lifecycle.transitions.filter((t) => t.from === status && t.event === event);

@@ -128,7 +128,8 @@ export async function runPanel(engine: Engine, stage: JudgeStageDef, stored: Sto
     rubric.judge_types.map(async (seat, position) => {
       const provider = options.providers.get(stage.judges[seat]!);
       // Rendered with closing tags neutralised: the proposal cannot close the delimiter around it.
-      const prompt = renderPrompt(stage.prompts?.[seat] ?? '', promptScope(engine, stage, stored, rubric, seat));
+      // A checks judge reads the proposal, never a prompt: rendering one per seat was pure cost.
+      const prompt = provider?.kind === 'checks' ? '' : renderPrompt(stage.prompts?.[seat] ?? '', promptScope(engine, stage, stored, rubric, seat));
       const result = await callProvider(engine.store.cache, provider, {
         purpose: 'judge',
         prompt,
