@@ -4,18 +4,20 @@
  * runs every scenario in its own process — so each peak RSS is that scenario's alone — prints
  * the tables and writes bench/results.json.
  *
- *   node bench/run.js [--quick] [--only lifecycle,stores,cold,latency,pool,postgres]
+ *   node bench/run.js [--quick] [--only lifecycle,list,stores,cold,latency,pool,postgres]
  *
- * --quick: N = 1,000 only, stores up to 10,000, a pool of 10,000, shorter latency runs (a smoke test, not the numbers).
+ * The reference ratios (SPEC §9) are measured at N = 1,000 and N = 10,000 in every run, --quick
+ * included: judge + promote and confirm (lifecycle), and listing N confirmed proposals (list).
+ * --quick: stores up to 10,000, a pool of 10,000, shorter latency runs (a smoke test, not the numbers).
  */
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { perProposal, renderTables, targets } from './lib/report.js';
+import { perProposal, referenceRatios, renderTables, targets } from './lib/report.js';
 import { measurePool } from './scenarios/pool.js';
-import { measureColdStart, measureStore } from './scenarios/queries.js';
+import { measureColdStart, measureList, measureStore } from './scenarios/queries.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const argv = process.argv.slice(2);
@@ -25,7 +27,8 @@ const only = onlyIndex >= 0 ? new Set(argv[onlyIndex + 1].split(',')) : undefine
 const wanted = (name) => !only || only.has(name);
 
 const plan = {
-  lifecycle: quick ? [1000] : [1000, 10_000],
+  lifecycle: [1000, 10_000],
+  list: [1000, 10_000],
   stores: quick ? [1000, 10_000] : [1000, 10_000, 100_000],
   pool: quick ? [10_000] : [100_000],
   // [C, L ms, mode]; N is chosen so every run's ideal is 4 s (1 s quick). L = 100 ms is the stress
@@ -67,6 +70,13 @@ if (wanted('lifecycle')) {
   }
   results.perProposal = results.lifecycle.map(perProposal);
 }
+if (wanted('list')) {
+  results.list = [];
+  for (const size of plan.list) {
+    log(`list: ${size} confirmed proposals, all listed…`);
+    results.list.push(measureList(size, { log }));
+  }
+}
 if (wanted('stores')) {
   results.stores = [];
   for (const size of plan.stores) {
@@ -99,6 +109,7 @@ if (wanted('postgres')) {
   results.postgres = child('postgres.js', quick ? ['--quick'] : []);
 }
 
+results.referenceRatios = referenceRatios(results);
 results.targets = targets(results);
 results.seconds = Math.round((performance.now() - began) / 1000);
 const out = path.join(here, 'results.json');

@@ -4,6 +4,11 @@
  */
 export const REFERENCE = { confirm: 34, judge: 79, promote: 116, list1000Json: 25_000 };
 
+/** SPEC §9's speed target: the reference ÷ the measured time per proposal, at least this. */
+const RATIO_TARGET = 100;
+/** The sizes every reference ratio is measured at. */
+const RATIO_SIZES = [1000, 10_000];
+
 /** "Memory flat in N": the peak RSS at the largest N within this factor of the smallest. */
 const FLAT = 1.5;
 
@@ -35,16 +40,44 @@ export function perProposal(run) {
   };
 }
 
+/**
+ * The reference ratios — reference ÷ measured, per proposal — of judge + promote, confirm (8 at a
+ * time and one by one) and listing (first, with no index, and warm) at N = 1,000 and 10,000.
+ * A size not measured in this run is null.
+ */
+export function referenceRatios(results) {
+  const perProposalAt = (n) => (results.perProposal ?? []).find((row) => row.n === n);
+  const listAt = (n) => (results.list ?? []).find((row) => row.size === n);
+  const listPer = (key) => (n) => {
+    const row = listAt(n);
+    return row ? row[key].medianMs / n : undefined;
+  };
+  const rows = [
+    { what: 'judge + promote (×8)', reference: REFERENCE.judge + REFERENCE.promote, at: (n) => perProposalAt(n)?.judgePlusPromote },
+    { what: 'confirm (8 at a time)', reference: REFERENCE.confirm, at: (n) => perProposalAt(n)?.confirmParallel8 },
+    { what: 'confirm (one by one)', reference: REFERENCE.confirm, at: (n) => perProposalAt(n)?.confirmSequential },
+    { what: 'list --json, first (no index)', reference: REFERENCE.list1000Json / 1000, at: listPer('first') },
+    { what: 'list --json, warm', reference: REFERENCE.list1000Json / 1000, at: listPer('warm') },
+  ];
+  return rows.map(({ what, reference, at }) => {
+    const sizes = RATIO_SIZES.map((n) => {
+      const measured = at(n);
+      return measured === undefined ? { n, ms: null, ratio: null } : { n, ms: measured, ratio: reference / measured };
+    });
+    const measuredAll = sizes.every((size) => size.ratio !== null);
+    return { what, referenceMs: reference, sizes, met: measuredAll ? sizes.every((size) => size.ratio >= RATIO_TARGET) : null };
+  });
+}
+
 /** Every §9 target with its measurement and whether it is met. */
 export function targets(results) {
   const out = [];
   const add = (target, measured, goal, met) => out.push({ target, measured, goal, met });
-  for (const row of results.perProposal ?? []) {
-    for (const [name, value] of [['confirm (8 at a time)', row.confirmParallel8], ['confirm (one at a time)', row.confirmSequential]]) {
-      add(`${name}, N=${row.n}`, `${ms(value)} = ${times(REFERENCE.confirm / value)} faster`, `≥ 100× (≤ ${ms(REFERENCE.confirm / 100)})`, REFERENCE.confirm / value >= 100);
+  for (const row of referenceRatios(results)) {
+    for (const size of row.sizes) {
+      if (size.ratio === null) continue;
+      add(`${row.what}, N=${size.n}`, `${ms(size.ms)} = ${times(size.ratio)} faster`, `≥ ${RATIO_TARGET}× (≤ ${ms(row.referenceMs / RATIO_TARGET)})`, size.ratio >= RATIO_TARGET);
     }
-    const reference = REFERENCE.judge + REFERENCE.promote;
-    add(`judge + promote, N=${row.n}`, `${ms(row.judgePlusPromote)} = ${times(reference / row.judgePlusPromote)} faster`, `≥ 100× (≤ ${ms(reference / 100)})`, reference / row.judgePlusPromote >= 100);
   }
   for (const store of results.stores ?? []) {
     if (store.size !== 100_000) continue;
@@ -94,6 +127,13 @@ export function targets(results) {
 
 export function renderTables(results, verdicts) {
   const parts = [];
+  const ratios = referenceRatios(results);
+  if (ratios.some((row) => row.sizes.some((size) => size.ratio !== null))) {
+    const cells = (size) => (size.ratio === null ? ['—', '—'] : [ms(size.ms), times(size.ratio)]);
+    parts.push(table(`Reference ratios: reference ÷ measured, per proposal (SPEC §9); target ≥ ${RATIO_TARGET}× at N = 1,000 and 10,000`,
+      ['', 'reference', ...RATIO_SIZES.flatMap((n) => [`N=${n.toLocaleString('en')}`, 'ratio']), `≥ ${RATIO_TARGET}×`],
+      ratios.map((row) => [row.what, ms(row.referenceMs), ...row.sizes.flatMap(cells), row.met === null ? 'not measured' : row.met ? 'met' : 'NOT MET'])));
+  }
   if (results.perProposal?.length) {
     parts.push(table('Per proposal, engine API, real FileStore (fsync on), ms per proposal', ['N', 'propose', 'confirm 1-by-1', 'confirm ×8', 'judge ×8', 'promote ×8', 'judge+promote', 'peak RSS'],
       results.perProposal.map((row) => [row.n, ms(row.propose), ms(row.confirmSequential), ms(row.confirmParallel8), ms(row.judge), ms(row.promote), ms(row.judgePlusPromote), mb(row.maxRssKb)])));
@@ -120,8 +160,8 @@ export function renderTables(results, verdicts) {
     ]));
   }
   if (results.latency?.length) {
-    parts.push(table('Judges of fixed latency: ideal = ceil(N/C) × L (the panel\'s 2 calls run in parallel)', ['C', 'N', 'mode', 'calls', 'max in flight', 'wall', 'ideal', 'wall/ideal', 'peak RSS'],
-      results.latency.map((run) => [run.c, run.n, run.mode, run.requests, run.maxInFlight, ms(run.wallMs), ms(run.idealMs), run.ratio.toFixed(2), mb(run.maxRssKb)])));
+    parts.push(table('Judges of fixed latency: ideal = ceil(N/C) × L (the panel\'s 2 calls run in parallel)', ['C', 'N', 'L', 'mode', 'calls', 'max in flight', 'wall', 'ideal', 'wall/ideal', 'within 10 %', 'CPU/proposal', 'peak RSS'],
+      results.latency.map((run) => [run.c, run.n, ms(run.latencyMs), run.mode, run.requests, run.maxInFlight, ms(run.wallMs), ms(run.idealMs), run.ratio.toFixed(2), run.ratio <= 1.1 ? 'yes' : 'NO', run.cpuMsPerProposal === undefined ? '—' : ms(run.cpuMsPerProposal), mb(run.maxRssKb)])));
   }
   if (results.postgres) {
     const pg = results.postgres;

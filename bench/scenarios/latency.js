@@ -49,12 +49,16 @@ try {
   const engine = await openEngine(dir, storeDir, benchEnv(work.dir));
   const stage = mode === 'promote' ? stageOf(engine, 'judge') : { ...stageOf(engine, 'judge'), then: undefined };
   const run = runOptions(c);
+  const cpuBefore = process.cpuUsage();
   const start = performance.now();
   const summary = await runStage(engine, stage, run.options);
   const wallMs = performance.now() - start;
+  // CPU of this process (every thread: the event loop, the thread pool, GC) per proposal.
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuMsPerProposal = (cpu.user + cpu.system) / 1000 / n;
   const stats = await (await fetch(`${server.url}/stats`)).json();
   const idealMs = Math.ceil(n / c) * latency;
-  process.stdout.write(`${JSON.stringify({ c, n, latencyMs: latency, mode, wallMs, idealMs, ratio: wallMs / idealMs, requests: stats.requests, maxInFlight: stats.maxInFlight, counts: summary.counts, notes: run.notes.slice(0, 3), maxRssKb: process.resourceUsage().maxRSS })}\n`);
+  process.stdout.write(`${JSON.stringify({ c, n, latencyMs: latency, mode, wallMs, idealMs, ratio: wallMs / idealMs, cpuMsPerProposal, requests: stats.requests, maxInFlight: stats.maxInFlight, counts: summary.counts, notes: run.notes.slice(0, 3), maxRssKb: process.resourceUsage().maxRSS })}\n`);
 } finally {
   server.child.kill('SIGTERM');
   work.cleanup();

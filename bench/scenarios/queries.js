@@ -54,6 +54,30 @@ export function measureStore(size, { warmRuns = 5, log = () => {} } = {}) {
   }
 }
 
+/**
+ * SPEC §9's listing figure, per proposal: `list --state confirmed --json` on a store of `size`
+ * proposals that are all confirmed, so every one is printed. First — no `<store>/.index/`, as
+ * after a bulk import, so the command reads every file (3 runs) — and warm (5 runs, median).
+ */
+export function measureList(size, { log = () => {} } = {}) {
+  const work = scratch('pipeline-bench-list-');
+  try {
+    const env = benchEnv(work.dir);
+    const store = path.join(work.dir, 'store');
+    writeStore(store, size, size);
+    runOnce(['validate'], env, work.dir);
+    const args = ['--store', store, 'list', '--state', 'confirmed', '--json'];
+    const first = timeCommand(args, env, work.dir, { runs: 3, before: () => dropStatusIndex(store) });
+    const warm = timeCommand(args, env, work.dir, { runs: 5 });
+    const listed = JSON.parse(warm.last.stdout());
+    if (listed.length !== size) throw new Error(`list printed ${listed.length} proposals, expected ${size}`);
+    log(`  list of ${size} confirmed: first ${Math.round(first.medianMs)} ms, warm ${Math.round(warm.medianMs)} ms`);
+    return { size, first: summary(first), warm: summary(warm) };
+  } finally {
+    work.cleanup();
+  }
+}
+
 /** `pipeline status` on a small store from a cold process: with the config cache, and the very first run. */
 export function measureColdStart({ runs = 9 } = {}) {
   const work = scratch('pipeline-bench-cold-');

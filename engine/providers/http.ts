@@ -3,6 +3,8 @@
  * timeout, a capped body read, and a classification of every failure as transient (retried) or
  * permanent — so a provider only says how to build its request and how to read its answer.
  */
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
 import type { Usage } from '../jury/verdict.js';
 import type { ModelSettings } from './index.js';
 import { parseRetryAfter, withRetries, type CallAttempt, type RetryPolicy } from './retry.js';
@@ -28,23 +30,85 @@ const ERROR_BODY_BYTES = 4 * 1024;
 
 type Capped = { ok: true; text: string } | { ok: false; over: true };
 
-/** Read a body up to `maxBytes`; past that, stop reading and drop the connection. */
-export async function readCapped(response: Response, maxBytes: number): Promise<Capped> {
-  if (!response.body) return { ok: true, text: '' };
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel().catch(() => undefined);
-      return { ok: false, over: true };
+/**
+ * Connections are kept alive between calls (a run makes thousands to one server), and an idle one
+ * never keeps the process alive. The number of calls in flight is each provider's own cap.
+ */
+const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+
+/** A response as a stage reads it: status, one header, and a body read at most to a limit. */
+interface Reply {
+  status: number;
+  header(name: string): string | null;
+  /** Read the body up to `maxBytes`; past that, stop reading and drop the connection. */
+  read(maxBytes: number): Promise<Capped>;
+  /** Leave the body unread and drop the connection. */
+  drop(): void;
+}
+
+/**
+ * One POST over node:http(s) — not `fetch`, whose web streams cost several times the CPU per call
+ * (a run at high concurrency is bound by it). `abort` ends the request and any body read with
+ * `error`. A redirect is returned as it is, never followed.
+ */
+function post(url: URL, headers: Record<string, string>, body: string, abort: AbortSignal): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    if (abort.aborted) {
+      reject(new Error('aborted'));
+      return;
     }
-    chunks.push(value);
-  }
-  return { ok: true, text: Buffer.concat(chunks).toString('utf8') };
+    const data = Buffer.from(body, 'utf8');
+    const secure = url.protocol === 'https:';
+    const request = (secure ? https : http).request(url, { method: 'POST', agent: secure ? agents.https : agents.http, headers: { ...headers, 'content-length': String(data.length) } });
+    const onAbort = () => request.destroy(new Error('aborted'));
+    abort.addEventListener('abort', onAbort, { once: true });
+    const settle = () => abort.removeEventListener('abort', onAbort);
+    request.on('error', (error) => {
+      settle();
+      reject(error);
+    });
+    request.on('response', (response: IncomingMessage) => {
+      resolve({
+        status: response.statusCode ?? 0,
+        header: (name) => {
+          const value = response.headers[name];
+          return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+        },
+        drop: () => {
+          settle();
+          response.destroy();
+        },
+        read: (maxBytes) =>
+          new Promise<Capped>((done, fail) => {
+            const chunks: Buffer[] = [];
+            let total = 0;
+            response.on('data', (chunk: Buffer) => {
+              total += chunk.length;
+              if (total > maxBytes) {
+                settle();
+                response.destroy();
+                done({ ok: false, over: true });
+                return;
+              }
+              chunks.push(chunk);
+            });
+            response.on('end', () => {
+              settle();
+              done({ ok: true, text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)).toString('utf8') });
+            });
+            response.on('error', (error) => {
+              settle();
+              fail(error);
+            });
+            // Destroyed (aborted, timed out) before its end: no 'end' will come.
+            response.on('close', () => {
+              if (!response.complete && total <= maxBytes) fail(new Error(abort.aborted ? 'aborted' : 'the connection closed before the end of the response'));
+            });
+          }),
+      });
+    });
+    request.end(data);
+  });
 }
 
 /** A non-negative integer token count, else null: unknown is never reported as 0. */
@@ -104,6 +168,8 @@ export function splitUserInfo(url: string): { url: string; basic?: string } {
 }
 
 function connectionReason(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') return code;
   const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
   if (typeof cause?.code === 'string') return cause.code;
   // Library messages may quote the URL: masked like any other text that reaches an outage line.
@@ -120,19 +186,19 @@ async function attemptOnce(label: string, request: JsonRequest, settings: ModelS
     const { url, basic } = splitUserInfo(request.url);
     const headers = basic && !hasHeader(request.headers, 'authorization') ? { ...request.headers, authorization: `Basic ${basic}` } : request.headers;
     // Never follow a redirect: the key and the prompt go to the configured origin or nowhere.
-    const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(request.body), signal: combined, redirect: 'manual' });
+    const response = await post(new URL(url), headers, JSON.stringify(request.body), combined);
     if (response.status >= 300 && response.status < 400) {
-      await response.body?.cancel().catch(() => undefined);
-      const reason = `${label}: HTTP ${response.status} redirect to ${redirectTarget(response.headers.get('location'), url)}, not followed`;
+      response.drop();
+      const reason = `${label}: HTTP ${response.status} redirect to ${redirectTarget(response.header('location'), url)}, not followed`;
       return { ok: false, transient: false, reason };
     }
-    if (!response.ok) {
-      const body = await readCapped(response, ERROR_BODY_BYTES);
+    if (response.status < 200 || response.status >= 300) {
+      const body = await response.read(ERROR_BODY_BYTES);
       const reason = `${label}: HTTP ${response.status}${body.ok ? errorDetail(body.text) : ''}`;
       if (!isTransientStatus(response.status)) return { ok: false, transient: false, reason };
-      return { ok: false, transient: true, reason, retryAfterMs: parseRetryAfter(response.headers.get('retry-after')) };
+      return { ok: false, transient: true, reason, retryAfterMs: parseRetryAfter(response.header('retry-after')) };
     }
-    const body = await readCapped(response, settings.maxAnswerBytes * 2 + ENVELOPE_BYTES);
+    const body = await response.read(settings.maxAnswerBytes * 2 + ENVELOPE_BYTES);
     if (!body.ok) return { ok: false, transient: false, oversize: true, reason: `${label}: response over ${settings.maxAnswerBytes} bytes` };
     let json: unknown;
     try {

@@ -121,9 +121,23 @@ function promptScope(engine: Engine, stage: JudgeStageDef, stored: Stored, rubri
   };
 }
 
-/** Call every seat of the panel in parallel; any unusable answer makes the proposal unjudged. */
-export async function runPanel(engine: Engine, stage: JudgeStageDef, stored: Stored, rubric: Rubric, options: PanelOptions): Promise<{ ok: true; judges: Verdict[]; spent: Usage[] } | { ok: false; reason: string; spent: Usage[] }> {
+/**
+ * Call every seat of the panel in parallel; any unusable answer makes the proposal unjudged.
+ * `keep` puts the valid answers in the answer cache: the caller runs it before it commits (or
+ * gives up), outside the concurrency slot — a cache write must not keep the next call waiting.
+ */
+export async function runPanel(
+  engine: Engine,
+  stage: JudgeStageDef,
+  stored: Stored,
+  rubric: Rubric,
+  options: PanelOptions,
+): Promise<{ ok: true; judges: Verdict[]; spent: Usage[]; keep: () => Promise<void> } | { ok: false; reason: string; spent: Usage[]; keep: () => Promise<void> }> {
   const spent: Usage[] = [];
+  const keeps: (() => Promise<void>)[] = [];
+  const keep = async () => {
+    await Promise.all(keeps.map((one) => one()));
+  };
   const answers = await Promise.all(
     rubric.judge_types.map(async (seat, position) => {
       const provider = options.providers.get(stage.judges[seat]!);
@@ -141,13 +155,13 @@ export async function runPanel(engine: Engine, stage: JudgeStageDef, stored: Sto
       if (!result.ok) return { ok: false as const, reason: `the ${seat} judge gave no usable answer: ${result.reason}` };
       const checked = checkVerdict(result.value, rubric, { seat, usage: result.usage });
       if (!checked.ok) return { ok: false as const, reason: checked.reason };
-      await result.keep();
+      keeps.push(result.keep);
       return { ok: true as const, verdict: checked.verdict };
     }),
   );
   const failure = answers.find((answer) => !answer.ok);
-  if (failure && !failure.ok) return { ok: false, reason: failure.reason, spent };
-  return { ok: true, judges: answers.map((answer) => (answer as { verdict: Verdict }).verdict), spent };
+  if (failure && !failure.ok) return { ok: false, reason: failure.reason, spent, keep };
+  return { ok: true, judges: answers.map((answer) => (answer as { verdict: Verdict }).verdict), spent, keep };
 }
 
 /** A judgement in two steps: the jury (slow, remote), then the commit (local). */
@@ -158,11 +172,18 @@ export async function judgePanel(engine: Engine, stage: JudgeStageDef, stored: S
   const early = checkJudgeable(engine, stage, stored);
   if (early) return { kind: 'done', result: { outcome: early, spent: [] } };
   const plan = planFor(engine, stage, stored);
-  const commit = (judges: Verdict[], spent: Usage[]) => async (): Promise<JudgeResult> => ({ ...(await decideAndCommit(engine, stage, stored, plan, judges, options)), spent });
+  const commit = (judges: Verdict[], spent: Usage[], keep?: () => Promise<void>) => async (): Promise<JudgeResult> => {
+    // The answers are cached before the verdict is committed: a re-run after a crash pays for nothing twice.
+    await keep?.();
+    return { ...(await decideAndCommit(engine, stage, stored, plan, judges, options)), spent };
+  };
   if (plan.kind !== 'jury') return { kind: 'decided', spent: [], commit: commit([], []) };
   const panel = await runPanel(engine, stage, stored, plan.rubric, options);
-  if (!panel.ok) return { kind: 'done', result: { outcome: { kind: 'unjudged', id: stored.id, reason: panel.reason }, spent: panel.spent } };
-  return { kind: 'decided', spent: panel.spent, commit: commit(panel.judges, panel.spent) };
+  if (!panel.ok) {
+    await panel.keep(); // the seats that did answer are not paid for again on the retry
+    return { kind: 'done', result: { outcome: { kind: 'unjudged', id: stored.id, reason: panel.reason }, spent: panel.spent } };
+  }
+  return { kind: 'decided', spent: panel.spent, commit: commit(panel.judges, panel.spent, panel.keep) };
 }
 
 /** Judge one proposal with the configured providers. */

@@ -24,7 +24,7 @@ import { readIntents, Journal, type EntryIntent, type Intent } from './journal.j
 import { LedgerIndex } from './ledger-index.js';
 import { ownerFileName, OwnerFiles, type Held } from './owner-files.js';
 import { isAlive, type ProcessIdentity } from './process-identity.js';
-import { scanProposals, type ProposalScan } from './proposal-index.js';
+import { scanProposals, type KeepReads, type ProposalScan } from './proposal-index.js';
 import {
   serializeProposal,
   type AnswerCache,
@@ -86,6 +86,12 @@ function failpoint(step: string): void {
   if (FAILPOINT === step) process.kill(process.pid, 'SIGKILL');
 }
 
+/**
+ * How many proposals a listing may take from its index scan's own reads (see `list`): enough for
+ * a first listing of 10,000 to read each file once, bounded so that a scan of a huge store that
+ * nobody has indexed yet never holds more than that many parsed proposals at a time.
+ */
+const LIST_KEEP_BUDGET = 10_000;
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -234,9 +240,9 @@ export class FileStore implements Store {
     return parseStored(id, text);
   }
 
-  private async scan(): Promise<ProposalScan> {
+  private async scan(keep?: KeepReads): Promise<ProposalScan> {
     if (!this.dir(this.proposalsDir, false)) return { ids: [], statuses: [], marks: [] };
-    return scanProposals(this.proposalsDir, path.join(this.location, '.index', 'proposals.tsv'), this.marks);
+    return scanProposals(this.proposalsDir, path.join(this.location, '.index', 'proposals.tsv'), this.marks, keep);
   }
 
   private markMask(field: string | undefined): number {
@@ -246,8 +252,12 @@ export class FileStore implements Store {
     return 1 << bit;
   }
 
-  async *index(query: Query = {}): AsyncIterable<IndexEntry> {
-    const scan = await this.scan();
+  index(query: Query = {}): AsyncIterable<IndexEntry> {
+    return this.indexed(query);
+  }
+
+  private async *indexed(query: Query, keep?: KeepReads): AsyncIterable<IndexEntry> {
+    const scan = await this.scan(keep);
     const mask = this.markMask(query.without);
     const wanted = statusFilter(query);
     for (let i = 0; i < scan.ids.length; i++) {
@@ -261,8 +271,14 @@ export class FileStore implements Store {
   }
 
   async *list(query: Query = {}): AsyncIterable<Listed> {
-    for await (const entry of this.index(query)) {
-      const read = await this.read(entry.id);
+    // Files the scan has to read anyway (new or changed since the index) are listed from that
+    // read: the first listing of a store costs one read and parse per file, not two.
+    const wanted = statusFilter(query);
+    const keep: KeepReads = { wanted, budget: LIST_KEEP_BUDGET, into: new Map() };
+    for await (const entry of this.indexed(query, keep)) {
+      const kept = keep.into.get(entry.id);
+      keep.into.delete(entry.id);
+      const read: ReadResult = kept ? { kind: 'found', stored: { id: entry.id, proposal: kept.record, version: kept.text } } : await this.read(entry.id);
       if (read.kind === 'malformed') yield { kind: 'malformed', id: entry.id, reason: read.reason };
       else if (read.kind === 'found' && statusFilter(query)(read.stored.proposal['status'])) yield read;
     }

@@ -33,6 +33,11 @@ function describeType(stat: Stats): string {
 
 /** Open `file` without following a link or blocking; it must be a regular file. */
 function openRegular(file: string, flags: number, mode = 0o644): number {
+  return openRegularSized(file, flags, mode).fd;
+}
+
+/** `openRegular`, with the size its fstat saw (so a reader need not stat the file again). */
+function openRegularSized(file: string, flags: number, mode = 0o644): { fd: number; size: number } {
   let fd: number;
   try {
     fd = openSync(file, flags | O_NOFOLLOW | O_NONBLOCK, mode);
@@ -48,7 +53,7 @@ function openRegular(file: string, flags: number, mode = 0o644): number {
     closeSync(fd);
     throw new NotRegularFile(file, describeType(stat));
   }
-  return fd;
+  return { fd, size: stat.size };
 }
 
 /** Read all of an open file. */
@@ -62,6 +67,8 @@ function readAllFd(fd: number, size: number): Buffer {
     if (read === 0) break;
     chunks.push(buffer.subarray(0, read));
     total += read;
+    // A regular file reads short only at its end: no second read to learn that it is over.
+    if (read < chunk) break;
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
 }
@@ -69,14 +76,15 @@ function readAllFd(fd: number, size: number): Buffer {
 /** The text of a regular file; undefined when it does not exist. Throws NotRegularFile. */
 export function readRegular(file: string): string | undefined {
   let fd: number;
+  let size: number;
   try {
-    fd = openRegular(file, O_RDONLY);
+    ({ fd, size } = openRegularSized(file, O_RDONLY));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
   try {
-    return readAllFd(fd, fstatSync(fd).size).toString('utf8');
+    return readAllFd(fd, size).toString('utf8');
   } finally {
     closeSync(fd);
   }

@@ -26,8 +26,11 @@ export interface ProposalScan {
   marks: number[];
 }
 
-/** Parse a proposal file just enough for the index. */
-export function parseHead(text: string, markFields: readonly string[]): { status: string | null; marks: number } {
+/**
+ * Parse a proposal file just enough for the index; `record` is the parsed object (absent when
+ * the file is not a JSON object), so a caller that wants the whole proposal need not parse again.
+ */
+export function parseHead(text: string, markFields: readonly string[]): { status: string | null; marks: number; record?: Record<string, unknown> } {
   try {
     const value = JSON.parse(text) as unknown;
     if (!value || typeof value !== 'object' || Array.isArray(value)) return { status: null, marks: 0 };
@@ -36,10 +39,29 @@ export function parseHead(text: string, markFields: readonly string[]): { status
     markFields.forEach((field, bit) => {
       if (hasPath(record, field)) marks |= 1 << bit;
     });
-    return { status: typeof record['status'] === 'string' ? record['status'] : null, marks };
+    return { status: typeof record['status'] === 'string' ? record['status'] : null, marks, record };
   } catch {
     return { status: null, marks: 0 };
   }
+}
+
+/** A proposal file the scan read in full: its text and the object parsed from it. */
+export interface ReadDuringScan {
+  text: string;
+  record: Record<string, unknown>;
+}
+
+/**
+ * What a scan may hand on of the files it had to read (new or changed since the cache): those
+ * whose status `wanted` accepts, at most `budget` of them, put into `into` by id. A listing that
+ * follows the scan then prints them without reading and parsing each file a second time — the
+ * first listing of a store the index has not seen costs one read per file, not two. The budget
+ * keeps memory bounded whatever the caller does with the rest.
+ */
+export interface KeepReads {
+  wanted: (status: string) => boolean;
+  budget: number;
+  into: Map<string, ReadDuringScan>;
 }
 
 function readCache(file: string, fields: string): string[] {
@@ -59,7 +81,7 @@ function readCache(file: string, fields: string): string[] {
  * Bring the cache up to date with the proposals directory and return it. Files that changed
  * since the last scan are read again; the cache file is rewritten only when something changed.
  */
-export async function scanProposals(proposalsDir: string, cacheFile: string, markFields: readonly string[]): Promise<ProposalScan> {
+export async function scanProposals(proposalsDir: string, cacheFile: string, markFields: readonly string[], keep?: KeepReads): Promise<ProposalScan> {
   let names: string[];
   try {
     names = readdirSync(proposalsDir);
@@ -101,6 +123,7 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
       }
       if (text === undefined) continue; // removed meanwhile
       const head = parseHead(text, markFields);
+      if (keep && head.record && head.status !== null && keep.into.size < keep.budget && keep.wanted(head.status)) keep.into.set(id, { text, record: head.record });
       // A status with a tab or a newline is not a state of any machine; keep the line intact.
       line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${signature}`;
       changed = true;

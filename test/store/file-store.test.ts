@@ -101,6 +101,31 @@ describe('file store: files', () => {
     expect((await store.counts(['pending'])).counts).toEqual({ pending: 1 });
   });
 
+
+  it('lists a store it has not indexed yet (or files changed since) exactly as it lists an indexed one', async () => {
+    const store = make();
+    const ids = ['01ARZ3NDEKTSV4RRFFQ69G5FA1', '01ARZ3NDEKTSV4RRFFQ69G5FA2', '01ARZ3NDEKTSV4RRFFQ69G5FA3', '01ARZ3NDEKTSV4RRFFQ69G5FA4'];
+    const dir = path.join(store.location, 'proposals');
+    mkdirSync(dir, { recursive: true });
+    const write = (id: string, status: string) => writeFileSync(path.join(dir, `${id}.json`), `${JSON.stringify({ ...pending, id, status }, null, 2)}\n`);
+    ids.forEach((id, i) => write(id, i % 2 ? 'confirmed' : 'pending'));
+    writeFileSync(path.join(dir, '01ARZ3NDEKTSV4RRFFQ69G5FA5.json'), '{"status": "confirmed", trunc');
+    const listing = async () =>
+      (await all(store.list({ status: 'confirmed' }))).map((listed) => (listed.kind === 'found' ? [listed.stored.id, listed.stored.proposal['status'], listed.stored.version] : [listed.id, listed.kind]));
+    const text = (id: string) => readFileSync(path.join(dir, `${id}.json`), 'utf8');
+    const first = await listing(); // no index: the scan reads every file, the listing uses those reads
+    expect(first).toEqual([[ids[1], 'confirmed', text(ids[1]!)], [ids[3], 'confirmed', text(ids[3]!)], ['01ARZ3NDEKTSV4RRFFQ69G5FA5', 'malformed']]);
+    expect(existsSync(path.join(store.location, '.index', 'proposals.tsv'))).toBe(true);
+    expect(await listing()).toEqual(first); // indexed: the same, read again
+    write(ids[0]!, 'confirmed');
+    write(ids[1]!, 'pending');
+    const changed = await listing(); // two files changed since the index: read by the scan, listed as they are now
+    expect(changed).toEqual([[ids[0], 'confirmed', text(ids[0]!)], [ids[3], 'confirmed', text(ids[3]!)], ['01ARZ3NDEKTSV4RRFFQ69G5FA5', 'malformed']]);
+    // What a listing hands out is the file's own text: a commit on it applies.
+    const [, , version] = changed[0] as [string, string, string];
+    const next = { ...pending, id: ids[0]!, status: 'approved' };
+    expect(await store.commit({ id: ids[0]!, version, next, audit: [{ ...created, id: ids[0]!, event: 'approve', from: 'confirmed', to: 'approved' }] })).toMatchObject({ ok: true });
+  });
   it('sweeps the temp files of dead processes at recovery, and leaves a live process its own', async () => {
     const store = make();
     await seed(store);
