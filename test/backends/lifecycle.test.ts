@@ -63,7 +63,7 @@ async function session(location: string) {
   // The pool in use (SPEC §5.8): outcomes and their undo, the ranking, archive and restore, an executed prune's receipt.
   seen['outcomes'] = [];
   for (const words of [['hit'], ['hit'], ['miss'], ['miss', '--undo']]) (seen['outcomes'] as number[]).push((await cli('pool', 'outcome', a, ...words)).code);
-  const top = JSON.parse((await cli('pool', 'top', '--k', '5', '--json')).stdout) as { id: string; hits: number; misses: number }[];
+  const top = JSON.parse((await cli('pool', 'top', '--k', '5', '--json')).stdout) as { id: string; hit_count: number; miss_count: number }[];
   seen['top'] = top.map((row) => [ids.indexOf(row.id), row.hit_count, row.miss_count]);
   seen['archive'] = (await cli('pool', 'archive', b)).code;
   seen['restore'] = (await cli('pool', 'restore', b)).code;
