@@ -4,14 +4,12 @@
  * binary (build first: `npm test` does) for what only a real process shows.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { afterAll } from 'vitest';
 import type { Io } from '../../engine/cli/io.js';
 import { main } from '../../engine/cli/main.js';
-import { BIN, ROOT, SECRET_FILE, tempDir } from '../helpers.js';
+import { BIN, fileConfigCache, ROOT, SECRET_FILE, tempDir } from '../helpers.js';
 
 export interface CliResult {
   code: number | null;
@@ -25,18 +23,10 @@ export interface CliOptions {
   input?: string;
 }
 
-let configCache: string | undefined;
-afterAll(() => {
-  if (configCache) rmSync(configCache, { recursive: true, force: true });
-});
-
-/**
- * A fresh store and the environment that points the command line at it. The configuration cache
- * is one per test file: it is keyed by every input, so sharing it changes nothing but the time.
- */
+/** A fresh store and the environment that points the command line at it (the file's configuration cache). */
 export function cliStore(): { store: string; env: Record<string, string> } {
   const store = path.join(tempDir('pipeline-cli-'), 'store');
-  const cache = (configCache ??= mkdtempSync(path.join(os.tmpdir(), 'pipeline-config-cache-')));
+  const cache = fileConfigCache();
   return { store, env: { PIPELINE_STORE: store, PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE!, PIPELINE_CONFIG_CACHE: cache, NO_COLOR: '1' } };
 }
 
