@@ -1,14 +1,27 @@
+import os from 'node:os';
 import { defineConfig } from 'vitest/config';
+
+/**
+ * Two projects. `unit` is the everyday suite (`npm test`). `torture` (`npm run test:torture`) is
+ * the tests that are about real processes under load — killed, racing, crashing at every write —
+ * and the fuzzers: minutes of work that `npm test` leaves out and CI runs as a step of its own.
+ * The browser tests have their own configuration (vitest.e2e.config.ts).
+ */
+const TORTURE = ['test/torture/**/*.test.ts', 'test/fuzz/**/*.test.ts'];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    exclude: ['test/e2e/**', 'node_modules/**'],
-    // One throwaway PostgreSQL server for the run (skipped with a line where its binaries are missing).
+    // One throwaway PostgreSQL server per project that runs (skipped with a line where its binaries are missing).
     globalSetup: ['test/pg/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Each test file gets its own temp store; files run in parallel.
     pool: 'forks',
+    projects: [
+      // A worker per CPU (vitest's default leaves one out: a single worker on a 2-CPU machine,
+      // idle while a test waits on fsync, a child process or the database).
+      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: ['test/e2e/**', ...TORTURE, 'node_modules/**'], maxWorkers: os.availableParallelism() } },
+      { extends: true, test: { name: 'torture', include: TORTURE } },
+    ],
   },
 });

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, cpSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach } from 'vitest';
+import { afterAll, afterEach } from 'vitest';
 import { loadPipeline, type Pipeline } from '../engine/config/load.js';
 import { Engine } from '../engine/engine.js';
 import type { FileStore } from '../engine/store/file-store.js';
@@ -30,6 +30,19 @@ export function tempDir(prefix = 'pipeline-test-'): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
   made.push(dir);
   return dir;
+}
+
+let configCache: string | undefined;
+afterAll(() => {
+  if (configCache) rmSync(configCache, { recursive: true, force: true });
+});
+
+/**
+ * The configuration cache directory of this test file (PIPELINE_CONFIG_CACHE), one per file: the
+ * cache is keyed by every input, so sharing it between tests changes nothing but the time.
+ */
+export function fileConfigCache(): string {
+  return (configCache ??= mkdtempSync(path.join(os.tmpdir(), 'pipeline-config-cache-')));
 }
 
 /** A copy of the shipped pipeline in a temp directory (to edit its YAML in a test). */

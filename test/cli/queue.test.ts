@@ -1,13 +1,13 @@
 /**
- * The real binary in a temp directory: the review flow of issue 2 end to end, the queue commands,
+ * The command line in a temp directory: the review flow of issue 2 end to end, the queue commands,
  * and the conventions of SPEC §7 (exit codes, usage lines, unknown options, stdout vs stderr,
- * --json, --dir / --store).
+ * --json, --dir / --store) — in process through `main`; help and the version on the real binary.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { copyPipeline, proposalInput, ROOT, tempDir } from '../helpers.js';
-import { cli, cliStore, events, proposalFile } from './cli.js';
+import { cli, cliIn, cliStore, events, proposalFile } from './cli.js';
 
 function input(dir: string, value: unknown = proposalInput()): string {
   const file = path.join(dir, `input-${Math.random().toString(36).slice(2)}.json`);
@@ -16,22 +16,22 @@ function input(dir: string, value: unknown = proposalInput()): string {
 }
 
 describe('the review flow of issue 2, end to end', () => {
-  it('propose → confirm → unconfirm → confirm, pass another; status counts; one audit row per committed transition', () => {
+  it('propose → confirm → unconfirm → confirm, pass another; status counts; one audit row per committed transition', async () => {
     const { store, env } = cliStore();
     const work = tempDir();
-    const a = cli(['propose', input(work)], { env });
-    const b = cli(['propose', '-'], { env, input: JSON.stringify(proposalInput()) });
+    const a = await cliIn(['propose', input(work)], { env });
+    const b = await cliIn(['propose', '-'], { env, input: JSON.stringify(proposalInput()) });
     expect([a.code, b.code]).toEqual([0, 0]);
     const [idA, idB] = [a.stdout.trim(), b.stdout.trim()];
     expect(idA).toMatch(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
     expect(a.stderr).toBe('');
     const before = readFileSync(path.join(store, 'proposals', `${idA}.json`));
-    expect(cli(['confirm', idA, '--visibility', 'public', '--version-independent', 'The lockfile format is defined by pnpm itself'], { env }).code).toBe(0);
-    expect(cli(['unconfirm', idA], { env }).code).toBe(0);
+    expect((await cliIn(['confirm', idA, '--visibility', 'public', '--version-independent', 'The lockfile format is defined by pnpm itself'], { env })).code).toBe(0);
+    expect((await cliIn(['unconfirm', idA], { env })).code).toBe(0);
     expect(readFileSync(path.join(store, 'proposals', `${idA}.json`)).equals(before)).toBe(true);
-    expect(cli(['confirm', idA, '--visibility', 'org'], { env }).code).toBe(0);
-    expect(cli(['pass', idB, 'not worth sharing'], { env }).code).toBe(0);
-    const status = cli(['status'], { env });
+    expect((await cliIn(['confirm', idA, '--visibility', 'org'], { env })).code).toBe(0);
+    expect((await cliIn(['pass', idB, 'not worth sharing'], { env })).code).toBe(0);
+    const status = await cliIn(['status'], { env });
     expect(status.stdout).toBe('pending 0\nconfirmed 1\npassed 1\napproved 0\nrejected 0\narchived 0\n');
     expect(events(store).map((row) => `${row['event']}:${row['from']}→${row['to']}`)).toEqual([
       'create:null→pending',
@@ -46,162 +46,163 @@ describe('the review flow of issue 2, end to end', () => {
 });
 
 describe('queue commands', () => {
-  it('status --json has exactly the machine states, zeros included', () => {
+  it('status --json has exactly the machine states, zeros included', async () => {
     const { env } = cliStore();
-    const result = cli(['status', '--json'], { env });
+    const result = await cliIn(['status', '--json'], { env });
     expect(JSON.parse(result.stdout)).toEqual({ pending: 0, confirmed: 0, passed: 0, approved: 0, rejected: 0, archived: 0 });
   });
 
-  it('list defaults to the initial state, sorts by id, prints "<id>  <title>"; --json prints [] when empty', () => {
+  it('list defaults to the initial state, sorts by id, prints "<id>  <title>"; --json prints [] when empty', async () => {
     const { env } = cliStore();
     const work = tempDir();
-    const ids = [0, 1, 2].map(() => cli(['propose', input(work)], { env }).stdout.trim());
-    const list = cli(['list'], { env });
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await cliIn(['propose', input(work)], { env })).stdout.trim());
+    const list = await cliIn(['list'], { env });
     expect(list.stdout.trim().split('\n')).toEqual([...ids].sort().map((id) => `${id}  pnpm 8 refuses lockfiles written by pnpm 7 until they are regenerated`));
-    expect(JSON.parse(cli(['list', '--state', 'approved', '--json'], { env }).stdout)).toEqual([]);
-    const json = JSON.parse(cli(['--json', 'list'], { env }).stdout) as { id: string }[];
+    expect(JSON.parse((await cliIn(['list', '--state', 'approved', '--json'], { env })).stdout)).toEqual([]);
+    const json = JSON.parse((await cliIn(['--json', 'list'], { env })).stdout) as { id: string }[];
     expect(json.map((proposal) => proposal.id)).toEqual([...ids].sort());
   });
 
-  it('refuses an unknown --state with exit 1, naming the states', () => {
+  it('refuses an unknown --state with exit 1, naming the states', async () => {
     const { env } = cliStore();
-    const result = cli(['list', '--state', 'limbo'], { env });
+    const result = await cliIn(['list', '--state', 'limbo'], { env });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/unknown state "limbo" \(expected pending, confirmed, passed, approved, rejected, archived or all\)/);
     expect(result.stdout).toBe('');
   });
 
-  it('show prints the proposal; --json the proposal object', () => {
+  it('show prints the proposal; --json the proposal object', async () => {
     const { env } = cliStore();
-    const id = cli(['propose', input(tempDir())], { env }).stdout.trim();
-    expect(JSON.parse(cli(['show', id, '--json'], { env }).stdout)).toMatchObject({ id, status: 'pending' });
-    expect(cli(['show', id], { env }).stdout).toMatch(new RegExp(`id: ${id}`));
+    const id = (await cliIn(['propose', input(tempDir())], { env })).stdout.trim();
+    expect(JSON.parse((await cliIn(['show', id, '--json'], { env })).stdout)).toMatchObject({ id, status: 'pending' });
+    expect((await cliIn(['show', id], { env })).stdout).toMatch(new RegExp(`id: ${id}`));
   });
 
-  it('refuses a malformed id with "invalid id" and an unknown one with "not found"', () => {
+  it('refuses a malformed id with "invalid id" and an unknown one with "not found"', async () => {
     const { env } = cliStore();
     for (const command of [['show'], ['confirm'], ['promote'], ['unconfirm']]) {
-      const bad = cli([...command, '../../etc/passwd', ...(command[0] === 'confirm' ? ['--visibility', 'org'] : [])], { env });
+      const bad = await cliIn([...command, '../../etc/passwd', ...(command[0] === 'confirm' ? ['--visibility', 'org'] : [])], { env });
       expect([bad.code, bad.stderr]).toEqual([1, expect.stringMatching(/invalid id/)]);
-      const missing = cli([...command, '01ARZ3NDEKTSV4RRFFQ69G5FAV', ...(command[0] === 'confirm' ? ['--visibility', 'org'] : [])], { env });
+      const missing = await cliIn([...command, '01ARZ3NDEKTSV4RRFFQ69G5FAV', ...(command[0] === 'confirm' ? ['--visibility', 'org'] : [])], { env });
       expect([missing.code, missing.stderr]).toEqual([1, expect.stringMatching(/not found/)]);
     }
   });
 
-  it('propose refuses a candidate that fails the schema, and an artifact already handled', () => {
+  it('propose refuses a candidate that fails the schema, and an artifact already handled', async () => {
     const { env } = cliStore();
     const work = tempDir();
     const bad = proposalInput({ applies_to: { stack: ['pnpm'], scope: { kind: 'versioned', versions: { pnpm: '^8' } }, file_patterns: [], task_kinds: [] } });
-    const refused = cli(['propose', input(work, bad)], { env });
+    const refused = await cliIn(['propose', input(work, bad)], { env });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/fails the candidate schema[\s\S]*version range/);
     const value = proposalInput();
-    expect(cli(['propose', input(work, value)], { env }).code).toBe(0);
-    const again = cli(['propose', input(work, value)], { env });
+    expect((await cliIn(['propose', input(work, value)], { env })).code).toBe(0);
+    const again = await cliIn(['propose', input(work, value)], { env });
     expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(/already proposed/)]);
-    const notJson = cli(['propose', '-'], { env, input: '{nope' });
+    const notJson = await cliIn(['propose', '-'], { env, input: '{nope' });
     expect([notJson.code, notJson.stderr]).toEqual([1, expect.stringMatching(/not valid JSON/)]);
   });
 
-  it('prints one line per successful review command, the proposal object with --json', () => {
+  it('prints one line per successful review command, the proposal object with --json', async () => {
     const { env } = cliStore();
-    const id = cli(['propose', input(tempDir())], { env }).stdout.trim();
-    const confirmed = cli(['confirm', id, '--visibility', 'org'], { env });
+    const id = (await cliIn(['propose', input(tempDir())], { env })).stdout.trim();
+    const confirmed = await cliIn(['confirm', id, '--visibility', 'org'], { env });
     expect(confirmed.stdout).toBe(`${id} pending → confirmed\n`);
-    const repeat = cli(['confirm', id, '--visibility', 'org', '--json'], { env });
+    const repeat = await cliIn(['confirm', id, '--visibility', 'org', '--json'], { env });
     expect(JSON.parse(repeat.stdout)).toMatchObject({ id, status: 'confirmed', visibility: 'org' });
   });
 });
 
 describe('command-line conventions', () => {
-  it('refuses an unknown option by name, never reading it as a value or a positional', () => {
+  it('refuses an unknown option by name, never reading it as a value or a positional', async () => {
     const { store, env } = cliStore();
-    const id = cli(['propose', input(tempDir())], { env }).stdout.trim();
-    const asValue = cli(['confirm', id, '--visibility', '--bogus'], { env });
+    const id = (await cliIn(['propose', input(tempDir())], { env })).stdout.trim();
+    const asValue = await cliIn(['confirm', id, '--visibility', '--bogus'], { env });
     expect([asValue.code, asValue.stderr]).toEqual([1, expect.stringMatching(/unknown option: --bogus/)]);
-    const asPositional = cli(['unconfirm', '--cwd', id], { env });
+    const asPositional = await cliIn(['unconfirm', '--cwd', id], { env });
     expect([asPositional.code, asPositional.stderr]).toEqual([1, expect.stringMatching(/unknown option: --cwd/)]);
     expect(asPositional.stderr).toMatch(/usage: pipeline unconfirm <id>/);
-    const onList = cli(['list', '--confirmed'], { env });
+    const onList = await cliIn(['list', '--confirmed'], { env });
     expect([onList.code, onList.stderr]).toEqual([1, expect.stringMatching(/unknown option: --confirmed/)]);
     for (const name of ['--constructor', '--toString', '--__proto__']) {
-      const inherited = cli(['status', name], { env });
+      const inherited = await cliIn(['status', name], { env });
       expect([inherited.code, inherited.stderr]).toEqual([1, expect.stringMatching(new RegExp(`unknown option: ${name}`))]);
     }
     expect(proposalFile(store, id).status).toBe('pending');
   });
 
-  it('prints a usage line naming the command on a usage error', () => {
+  it('prints a usage line naming the command on a usage error', async () => {
     const { env } = cliStore();
-    const missing = cli(['show'], { env });
+    const missing = await cliIn(['show'], { env });
     expect([missing.code, missing.stderr]).toEqual([1, expect.stringMatching(/usage: pipeline show <id>/)]);
-    const extra = cli(['status', 'now'], { env });
+    const extra = await cliIn(['status', 'now'], { env });
     expect([extra.code, extra.stderr]).toEqual([1, expect.stringMatching(/usage: pipeline status/)]);
-    const noValue = cli(['list', '--state'], { env });
+    const noValue = await cliIn(['list', '--state'], { env });
     expect([noValue.code, noValue.stderr]).toEqual([1, expect.stringMatching(/--state needs a value[\s\S]*usage: pipeline list/)]);
-    const limit = cli(['run', 'judge', '--limit', '0'], { env });
+    const limit = await cliIn(['run', 'judge', '--limit', '0'], { env });
     expect([limit.code, limit.stderr]).toEqual([1, expect.stringMatching(/--limit must be a whole number[\s\S]*usage: pipeline run/)]);
-    const unknown = cli(['stauts'], { env });
+    const unknown = await cliIn(['stauts'], { env });
     expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringMatching(/unknown command: stauts[\s\S]*did you mean "status"/)]);
   });
 
-  it('accepts global options before or after the command', () => {
+  it('accepts global options before or after the command', async () => {
     const { store, env } = cliStore();
     const other = path.join(tempDir(), 'other-store');
-    cli(['--store', other, 'propose', input(tempDir())], { env });
-    cli(['propose', input(tempDir()), '--store', other], { env });
-    expect(JSON.parse(cli(['status', '--json', '--store', other], { env }).stdout).pending).toBe(2);
+    await cliIn(['--store', other, 'propose', input(tempDir())], { env });
+    await cliIn(['propose', input(tempDir()), '--store', other], { env });
+    expect(JSON.parse((await cliIn(['status', '--json', '--store', other], { env })).stdout).pending).toBe(2);
     expect(existsSync(store)).toBe(false);
   });
 
-  it('finds the nearest pipeline.yaml above the working directory, or takes --dir', () => {
+  it('finds the nearest pipeline.yaml above the working directory, or takes --dir', async () => {
     const { env } = cliStore();
     const copy = copyPipeline();
     const deep = path.join(copy, 'a', 'b');
     mkdirSync(deep, { recursive: true });
-    expect(cli(['status'], { cwd: deep, env }).code).toBe(0);
+    expect((await cliIn(['status'], { cwd: deep, env })).code).toBe(0);
     const nowhere = tempDir();
-    const lost = cli(['status'], { cwd: nowhere, env });
+    const lost = await cliIn(['status'], { cwd: nowhere, env });
     expect([lost.code, lost.stderr]).toEqual([1, expect.stringMatching(/no pipeline\.yaml/)]);
-    expect(cli(['--dir', copy, 'status'], { cwd: nowhere, env }).code).toBe(0);
+    expect((await cliIn(['--dir', copy, 'status'], { cwd: nowhere, env })).code).toBe(0);
   });
 
-  it('defaults the store to .pipeline beside pipeline.yaml; PIPELINE_STORE and then --store override it', () => {
+  it('defaults the store to .pipeline beside pipeline.yaml; PIPELINE_STORE and then --store override it', async () => {
     const copy = copyPipeline();
     const { env } = cliStore();
     const { PIPELINE_STORE: _ignored, ...noStore } = env;
     void _ignored;
-    cli(['propose', input(tempDir())], { cwd: copy, env: { ...noStore, PIPELINE_STORE: undefined } });
+    await cliIn(['propose', input(tempDir())], { cwd: copy, env: { ...noStore, PIPELINE_STORE: undefined } });
     expect(existsSync(path.join(copy, '.pipeline', 'proposals'))).toBe(true);
     const viaEnv = path.join(tempDir(), 's');
-    cli(['propose', input(tempDir())], { cwd: copy, env: { ...noStore, PIPELINE_STORE: viaEnv } });
+    await cliIn(['propose', input(tempDir())], { cwd: copy, env: { ...noStore, PIPELINE_STORE: viaEnv } });
     expect(existsSync(path.join(viaEnv, 'proposals'))).toBe(true);
   });
 
-  it('keeps stdout for results: --json output parses and carries no prose, messages go to stderr', () => {
+  it('keeps stdout for results: --json output parses and carries no prose, messages go to stderr', async () => {
     const { env } = cliStore();
-    const refused = cli(['confirm', '01ARZ3NDEKTSV4RRFFQ69G5FAV', '--visibility', 'org', '--json'], { env });
+    const refused = await cliIn(['confirm', '01ARZ3NDEKTSV4RRFFQ69G5FAV', '--visibility', 'org', '--json'], { env });
     expect(refused.stdout).toBe('');
     expect(refused.stderr).toMatch(/not found/);
-    const status = cli(['status', '--json'], { env });
+    const status = await cliIn(['status', '--json'], { env });
     expect(() => JSON.parse(status.stdout)).not.toThrow();
   });
 
-  it('refuses every command on an invalid configuration before anything is written', () => {
+  it('refuses every command on an invalid configuration before anything is written', async () => {
     const copy = copyPipeline();
     const rubric = path.join(copy, 'rubrics', 'lesson-promotion-public.yaml');
     writeFileSync(rubric, readFileSync(rubric, 'utf8').replace('weight: 0.24', 'weight: 0.25'));
     const { store, env } = cliStore();
-    const result = cli(['propose', input(tempDir())], { cwd: copy, env });
+    const result = await cliIn(['propose', input(tempDir())], { cwd: copy, env });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/rubrics\/lesson-promotion-public\.yaml:\d+:1: criterion weights sum to 1\.01, expected 1\.00 \(0\.32 \+ 0\.25 \+ 0\.14 \+ 0\.30\)/);
     expect(existsSync(store)).toBe(false);
-    const validate = cli(['validate'], { cwd: copy, env });
+    const validate = await cliIn(['validate'], { cwd: copy, env });
     expect(validate.code).toBe(1);
-    expect(cli(['validate'], { cwd: ROOT, env }).stdout).toMatch(/^ok lesson-promotion/);
+    expect((await cliIn(['validate'], { cwd: ROOT, env })).stdout).toMatch(/^ok lesson-promotion/);
   });
 
-  it('prints help and the version', () => {
+  it('prints help and the version', async () => {
     expect(cli(['--help']).stdout).toMatch(/usage: pipeline \[--dir DIR\][\s\S]*confirm/);
     expect(cli(['help', 'confirm']).stdout).toMatch(/usage: pipeline confirm <id> --visibility private\|org\|public \[--version-independent TEXT\]/);
     expect(cli(['--version']).stdout).toMatch(/^pipeline \d+\.\d+\.\d+/);

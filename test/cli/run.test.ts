@@ -1,16 +1,33 @@
 /**
- * Batch runs through the real binary: the judge run of issue 3 (summary, files and audit log
- * agree), paid-provider confirmation, dry runs, externally produced verdicts, model providers as
- * real processes, Ctrl-C, init, and `pipeline run` over every automatic stage.
+ * Batch runs through the command line, in process (one run and Ctrl-C on the real binary): the
+ * judge run of issue 3 (summary, files and audit log agree), paid-provider confirmation, dry
+ * runs, externally produced verdicts, model providers as real processes, Ctrl-C, init, and
+ * `pipeline run` over every automatic stage.
  */
 import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { copyPipeline, proposalInput, ROOT, tempDir } from '../helpers.js';
-import { cli, cliSpawn, cliStore, events, proposalFile } from './cli.js';
+import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
+import { copyPipeline, proposalInput, ROOT, tempDir, testEngine } from '../helpers.js';
+import { cli, cliIn, cliSpawn, cliStore, events, proposalFile } from './cli.js';
 
-function propose(env: Record<string, string>, count: number): string[] {
-  return Array.from({ length: count }, () => cli(['propose', '-'], { env, input: JSON.stringify(proposalInput()) }).stdout.trim());
+/**
+ * Set-up through the engine API over the store `env` names: one pending proposal per entry of
+ * `visibilities`, confirmed at it unless it is null. What is tested goes through the command line.
+ */
+async function confirmed(env: Record<string, string>, visibilities: (string | null)[], dir = ROOT): Promise<string[]> {
+  const { engine, pipeline } = await testEngine({ dir, storeDir: env['PIPELINE_STORE']!, clock: () => new Date() });
+  const ids: string[] = [];
+  for (const visibility of visibilities) {
+    const created = await engine.propose(proposalInput(), { stage: 'test', actor: 'cli' });
+    if (created.kind !== 'committed') throw new Error(JSON.stringify(created));
+    if (visibility !== null) {
+      const outcome = await runReviewCommand(engine, findReviewCommand(pipeline, 'confirm')!, created.id, { visibility }, 'cli');
+      if (outcome.kind !== 'committed') throw new Error(JSON.stringify(outcome));
+    }
+    ids.push(created.id);
+  }
+  return ids;
 }
 
 /** A pipeline copy whose judges (and optionally transformer) are a program: a stand-in for `claude -p`. */
@@ -32,11 +49,10 @@ let prompt = ''; process.stdin.on('data', (d) => prompt += d); process.stdin.on(
 });`;
 
 describe('run judge (issue 3, end to end)', () => {
-  it('judges 20 proposals at mixed visibilities; the summary, the files and events.jsonl agree', () => {
+  it('judges 20 proposals at mixed visibilities; the summary, the files and events.jsonl agree', async () => {
     const { store, env } = cliStore();
-    const ids = propose(env, 20);
     const visibilities = ['private', 'org', 'public'];
-    ids.forEach((id, index) => expect(cli(['confirm', id, '--visibility', visibilities[index % 3]!], { env }).code).toBe(0));
+    const ids = await confirmed(env, Array.from({ length: 20 }, (_, index) => visibilities[index % 3]!));
     const result = cli(['run', 'judge', '--yes', '--json'], { env });
     expect(result.code).toBe(0);
     const summary = JSON.parse(result.stdout);
@@ -52,16 +68,15 @@ describe('run judge (issue 3, end to end)', () => {
     // the shipped pipeline promotes at once
     expect(readdirSync(path.join(store, 'approved'))).toHaveLength(summary.counts.approved);
     expect(ids.every((id) => proposalFile(store, id).promoted_at)).toBe(true);
-    expect(cli(['status'], { env }).stdout).toBe(`pending 0\nconfirmed 0\npassed 0\napproved ${summary.counts.approved}\nrejected ${summary.counts.rejected}\narchived 0\n`);
+    expect((await cliIn(['status'], { env })).stdout).toBe(`pending 0\nconfirmed 0\npassed 0\napproved ${summary.counts.approved}\nrejected ${summary.counts.rejected}\narchived 0\n`);
   });
 
-  it('exits 2 and lists the ids it could not judge, writing nothing for them', () => {
+  it('exits 2 and lists the ids it could not judge, writing nothing for them', async () => {
     const { dir } = withCommandJudge(`process.stdout.write('no idea');`, { paid: false });
     const { store, env } = cliStore();
-    const [id] = propose(env, 1).map((value) => value);
-    cli(['--dir', dir, 'confirm', id!, '--visibility', 'org'], { env });
+    const [id] = await confirmed(env, ['org'], dir);
     const before = readFileSync(path.join(store, 'proposals', `${id}.json`), 'utf8');
-    const result = cli(['--dir', dir, 'run', 'judge'], { env });
+    const result = await cliIn(['--dir', dir, 'run', 'judge'], { env });
     expect(result.code).toBe(2);
     expect(result.stdout).toMatch(new RegExp(`could not be judged \\(left as they are; run again to retry\\): ${id}`));
     expect(result.stderr).toMatch(/could not be judged: .*not JSON/);
@@ -70,14 +85,13 @@ describe('run judge (issue 3, end to end)', () => {
 });
 
 describe('paid providers', () => {
-  it('refuses without a terminal and without --yes, stating the batch, and writes nothing', () => {
+  it('refuses without a terminal and without --yes, stating the batch, and writes nothing', async () => {
     const { dir, marker } = withCommandJudge(GOOD);
     const { store, env } = cliStore();
-    const ids = propose(env, 3);
-    ['private', 'org', 'public'].forEach((visibility, index) => cli(['--dir', dir, 'confirm', ids[index]!, '--visibility', visibility], { env }));
+    await confirmed(env, ['private', 'org', 'public'], dir);
     const before = readdirSync(path.join(store, 'proposals')).map((name) => readFileSync(path.join(store, 'proposals', name), 'utf8'));
     const log = readFileSync(path.join(store, 'events.jsonl'));
-    const result = cli(['--dir', dir, 'run', 'judge'], { env });
+    const result = await cliIn(['--dir', dir, 'run', 'judge'], { env });
     expect(result.code).toBe(1);
     expect(readFileSync(path.join(store, 'events.jsonl')).equals(log)).toBe(true);
     expect(result.stderr).toMatch(/judge: 3 proposals \(1 no jury \(private_no_jury\), 1 lesson-promotion, 1 lesson-promotion-public\)/);
@@ -87,37 +101,34 @@ describe('paid providers', () => {
     expect(readdirSync(path.join(store, 'proposals')).map((name) => readFileSync(path.join(store, 'proposals', name), 'utf8'))).toEqual(before);
   });
 
-  it('--dry-run prints the plan and writes nothing', () => {
+  it('--dry-run prints the plan and writes nothing', async () => {
     const { dir, marker } = withCommandJudge(GOOD);
     const { env } = cliStore();
-    const [id] = propose(env, 1);
-    cli(['--dir', dir, 'confirm', id!, '--visibility', 'public'], { env });
-    const result = cli(['--dir', dir, 'run', 'judge', '--dry-run'], { env });
+    const [id] = await confirmed(env, ['public'], dir);
+    const result = await cliIn(['--dir', dir, 'run', 'judge', '--dry-run'], { env });
     expect(result.code).toBe(0);
     expect(result.stderr).toMatch(/2 model calls, 2 to paid providers[\s\S]*dry run: nothing was called and nothing was written/);
     expect(existsSync(marker)).toBe(false);
-    expect(cli(['--dir', dir, 'list', '--state', 'confirmed'], { env }).stdout).toMatch(id!);
+    expect((await cliIn(['--dir', dir, 'list', '--state', 'confirmed'], { env })).stdout).toMatch(id!);
   });
 
-  it('with --yes calls the program once per seat, with the stage, judge type and proposal in its environment', () => {
+  it('with --yes calls the program once per seat, with the stage, judge type and proposal in its environment', async () => {
     const { dir, marker } = withCommandJudge(GOOD);
     const { store, env } = cliStore();
-    const [id] = propose(env, 1);
-    cli(['--dir', dir, 'confirm', id!, '--visibility', 'public'], { env });
-    const result = cli(['--dir', dir, 'run', 'judge', '--yes'], { env });
+    const [id] = await confirmed(env, ['public'], dir);
+    const result = await cliIn(['--dir', dir, 'run', 'judge', '--yes'], { env });
     expect(result.code).toBe(0);
     expect(readFileSync(marker, 'utf8').trim().split('\n').sort()).toEqual([`adversarial ${id}`, `standard ${id}`]);
     expect(proposalFile(store, id!).verdict).toMatchObject({ rubric_id: 'lesson-promotion-public', passed: true });
     // a re-run pays for nothing twice: both answers are cached
-    cli(['--dir', dir, 'unconfirm', id!], { env });
+    await cliIn(['--dir', dir, 'unconfirm', id!], { env });
     expect(readFileSync(marker, 'utf8').trim().split('\n')).toHaveLength(2);
   });
 
-  it('asks nothing for a batch with no paid call', () => {
+  it('asks nothing for a batch with no paid call', async () => {
     const { env } = cliStore();
-    const [id] = propose(env, 1);
-    cli(['confirm', id!, '--visibility', 'org'], { env });
-    const result = cli(['run', 'judge'], { env });
+    await confirmed(env, ['org']);
+    const result = await cliIn(['run', 'judge'], { env });
     expect(result.code).toBe(0);
     expect(result.stderr).not.toMatch(/paid/);
   });
@@ -126,22 +137,21 @@ describe('paid providers', () => {
 describe('judge <id> --verdicts', () => {
   const verdicts = (adversarialPasses: boolean) => JSON.stringify(['standard', 'adversarial'].map((judge_type) => ({ judge_type, score: 0.9, passed: judge_type === 'standard' || adversarialPasses, criterion_scores: { grounding: 0.9, scope_accuracy: 0.9, generality: 0.9 } })));
 
-  it('records verdicts from a file or stdin through the same gate (0), refuses (1), or leaves unjudged (2)', () => {
+  it('records verdicts from a file or stdin through the same gate (0), refuses (1), or leaves unjudged (2)', async () => {
     const { store, env } = cliStore();
-    const [a, b, c] = propose(env, 3);
-    for (const id of [a, b, c]) cli(['confirm', id!, '--visibility', 'org'], { env });
+    const [a, b, c] = await confirmed(env, ['org', 'org', 'org']);
     const file = path.join(tempDir(), 'verdicts.json');
     writeFileSync(file, verdicts(true));
-    const approved = cli(['judge', a!, '--verdicts', file], { env });
+    const approved = await cliIn(['judge', a!, '--verdicts', file], { env });
     expect([approved.code, approved.stdout]).toEqual([0, expect.stringMatching(new RegExp(`${a} confirmed → approved \\(gate_passed`))]);
-    const rejected = cli(['judge', b!, '--verdicts', '-'], { env, input: verdicts(false) });
+    const rejected = await cliIn(['judge', b!, '--verdicts', '-'], { env, input: verdicts(false) });
     expect([rejected.code, proposalFile(store, b!).verdict.reason]).toEqual([0, 'jury_not_majority']);
-    const again = cli(['judge', a!, '--verdicts', file], { env });
+    const again = await cliIn(['judge', a!, '--verdicts', file], { env });
     expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(new RegExp(`${a} is approved`))]);
-    const unreadable = cli(['judge', c!, '--verdicts', path.join(tempDir(), 'missing.json')], { env });
+    const unreadable = await cliIn(['judge', c!, '--verdicts', path.join(tempDir(), 'missing.json')], { env });
     expect([unreadable.code, unreadable.stderr]).toEqual([1, expect.stringMatching(/cannot read the verdicts/)]);
     for (const bad of ['not json', '{"judge_type": "standard"}', '["standard", "adversarial"]', '[]']) {
-      const unjudged = cli(['judge', c!, '--verdicts', '-'], { env, input: bad });
+      const unjudged = await cliIn(['judge', c!, '--verdicts', '-'], { env, input: bad });
       expect([unjudged.code, unjudged.stderr]).toEqual([2, expect.stringMatching(/could not be judged/)]);
       expect(proposalFile(store, c!).status).toBe('confirmed');
     }
@@ -149,31 +159,31 @@ describe('judge <id> --verdicts', () => {
 });
 
 describe('a review never calls a model', () => {
-  it('confirms, unconfirms and judges a private proposal with a failing `claude` first on PATH', () => {
+  it('confirms, unconfirms and judges a private proposal with a failing `claude` first on PATH', async () => {
     const bin = tempDir();
     const marker = path.join(bin, 'claude-was-called');
     writeFileSync(path.join(bin, 'claude'), `#!/bin/sh\ntouch ${marker}\necho "claude was invoked but this path must spend no tokens" >&2\nexit 99\n`);
     chmodSync(path.join(bin, 'claude'), 0o755);
     const { env } = cliStore();
     const withStub = { ...env, PATH: `${bin}:${process.env['PATH']}` };
-    const [id] = propose(withStub, 1);
-    expect(cli(['confirm', id!, '--visibility', 'public', '--version-independent', 'The lockfile format is defined by pnpm itself'], { env: withStub }).code).toBe(0);
-    expect(cli(['unconfirm', id!], { env: withStub }).code).toBe(0);
-    expect(cli(['confirm', id!, '--visibility', 'private'], { env: withStub }).code).toBe(0);
-    expect(cli(['run', 'judge'], { env: withStub }).code).toBe(0);
+    const [id] = await confirmed(withStub, [null]);
+    expect((await cliIn(['confirm', id!, '--visibility', 'public', '--version-independent', 'The lockfile format is defined by pnpm itself'], { env: withStub })).code).toBe(0);
+    expect((await cliIn(['unconfirm', id!], { env: withStub })).code).toBe(0);
+    expect((await cliIn(['confirm', id!, '--visibility', 'private'], { env: withStub })).code).toBe(0);
+    expect((await cliIn(['run', 'judge'], { env: withStub })).code).toBe(0);
     expect(existsSync(marker)).toBe(false);
   });
 
-  it('run review without a terminal exits 1 and names the single commands', () => {
+  it('run review without a terminal exits 1 and names the single commands', async () => {
     const { env } = cliStore();
-    const result = cli(['run', 'review'], { env });
+    const result = await cliIn(['run', 'review'], { env });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/there is none; use the single commands:[\s\S]*pipeline confirm <id> --visibility private\|org\|public[\s\S]*pipeline pass <id> \[REASON\][\s\S]*pipeline defer <id>[\s\S]*pipeline unconfirm <id>/);
   });
 });
 
 describe('the transform with a model provider', () => {
-  it('with the provider missing writes nothing anywhere, and the next run with a working provider proposes it', () => {
+  it('with the provider missing writes nothing anywhere, and the next run with a working provider proposes it', async () => {
     const dir = copyPipeline();
     const source = tempDir();
     const artifact = JSON.parse(readFileSync(path.join(ROOT, 'examples', 'artifacts', 'a001.json'), 'utf8'));
@@ -183,12 +193,12 @@ describe('the transform with a model provider', () => {
     const stage = path.join(dir, 'stages', 'transform.yaml');
     writeFileSync(stage, readFileSync(stage, 'utf8').replace(/^provider: mapper$/m, 'provider: claude'));
     const { store, env } = cliStore();
-    const first = cli(['--dir', dir, 'run', 'transform', '--source', source], { env });
+    const first = await cliIn(['--dir', dir, 'run', 'transform', '--source', source], { env });
     expect(first.code).toBe(2);
     expect(first.stderr).toMatch(/left untouched \(retried next run\)/);
     expect(existsSync(store) ? readdirSync(store).filter((name) => !name.startsWith('.')) : []).toEqual([]);
     writeFileSync(stage, readFileSync(stage, 'utf8').replace(/^provider: claude$/m, 'provider: mapper'));
-    const second = cli(['--dir', dir, 'run', 'transform', '--source', source], { env });
+    const second = await cliIn(['--dir', dir, 'run', 'transform', '--source', source], { env });
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/transform: 1 proposed/);
   });
@@ -198,8 +208,7 @@ describe('Ctrl-C', () => {
   it('stops claiming, drops in-flight calls unwritten, and exits 130', async () => {
     const { dir, marker } = withCommandJudge(`setTimeout(() => process.stdout.write('{}'), 30000);`, { paid: false });
     const { store, env } = cliStore();
-    const ids = propose(env, 4);
-    for (const id of ids) cli(['--dir', dir, 'confirm', id, '--visibility', 'org'], { env });
+    const ids = await confirmed(env, ['org', 'org', 'org', 'org'], dir);
     const child = cliSpawn(['--dir', dir, 'run', 'judge', '--concurrency', '2'], { env });
     let stderr = '';
     child.stderr.on('data', (chunk) => (stderr += chunk));
@@ -214,23 +223,23 @@ describe('Ctrl-C', () => {
 });
 
 describe('pipeline run and pipeline init', () => {
-  it('run with no stage runs transform → judge → promote; init scaffolds a working copy and refuses a non-empty directory', () => {
+  it('run with no stage runs transform → judge → promote; init scaffolds a working copy and refuses a non-empty directory', async () => {
     const target = path.join(tempDir(), 'lessons');
-    const init = cli(['init', target]);
+    const init = await cliIn(['init', target]);
     expect(init.code).toBe(0);
     expect(readdirSync(target).sort()).toEqual(['.gitignore', 'examples', 'machines', 'pipeline.yaml', 'rubrics', 'schemas', 'stages']);
     // the store is data: kept out of version control from the start
     expect(readFileSync(path.join(target, '.gitignore'), 'utf8')).toMatch(/^\/\.pipeline\/$/m);
-    expect(cli(['init', target]).code).toBe(1);
+    expect((await cliIn(['init', target])).code).toBe(1);
     const file = path.join(tempDir(), 'a-file');
     writeFileSync(file, 'x');
-    const onFile = cli(['init', file]);
+    const onFile = await cliIn(['init', file]);
     expect([onFile.code, onFile.stderr]).toEqual([1, expect.stringMatching(/is a file/)]);
     const { env } = cliStore();
-    expect(cli(['validate'], { cwd: target, env }).code).toBe(0);
-    const run = cli(['run', '--json'], { cwd: target, env });
+    expect((await cliIn(['validate'], { cwd: target, env })).code).toBe(0);
+    const run = await cliIn(['run', '--json'], { cwd: target, env });
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout).map((summary: { stage: string }) => summary.stage)).toEqual(['transform', 'judge', 'promote']);
-    expect(cli(['status', '--json'], { cwd: target, env }).stdout).toMatch(/"pending": 7/);
+    expect((await cliIn(['status', '--json'], { cwd: target, env })).stdout).toMatch(/"pending": 7/);
   });
 });

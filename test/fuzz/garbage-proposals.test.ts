@@ -11,7 +11,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ulidGenerator } from '../../engine/util/ids.js';
-import { BIN, ROOT, SECRET_FILE, tempDir } from '../helpers.js';
+import { BIN, fileConfigCache, ROOT, SECRET_FILE } from '../helpers.js';
 import { confirmedStore } from '../torture/harness.js';
 
 const seed = Number(process.env['FUZZ_SEED'] ?? 20261130);
@@ -85,7 +85,7 @@ describe('garbage proposal files', () => {
     const t = await confirmedStore(6);
     const kinds = ['', '   \n', '{"status": "confirmed", "id": "trunc', '[1, 2, 3]', 'null', '"confirmed"', '\u0000\u00ff\u00fe garbage', '\uFEFF{"status":"confirmed"}', `[${'"x",'.repeat(500_000)}"x"]`, '['.repeat(100_000)];
     const written = writeGarbage(t.storeDir, kinds.map((text) => Buffer.from(text)));
-    const env = { ...process.env, PIPELINE_STORE: t.storeDir, PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE, PIPELINE_CONFIG_CACHE: tempDir('pipeline-config-cache-'), NO_COLOR: '1' };
+    const env = { ...process.env, PIPELINE_STORE: t.storeDir, PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE, PIPELINE_CONFIG_CACHE: fileConfigCache(), NO_COLOR: '1' };
     const pipeline = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000, maxBuffer: 64 * 1024 * 1024 });
     const reportsEach = (stderr: string) => {
       expect(stderr).not.toMatch(/internal error|^\s+at .+:\d+:\d+\)?$/m);

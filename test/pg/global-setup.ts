@@ -1,8 +1,6 @@
-/** vitest globalSetup: one throwaway PostgreSQL server for the whole run (see server.ts). */
+/** vitest globalSetup: one throwaway PostgreSQL server per project in the run (see server.ts). */
 import type { TestProject } from 'vitest/node';
-import { postgresBin, startPostgres, type PgServer } from './server.js';
-
-let server: PgServer | undefined;
+import { postgresBin, startPostgres } from './server.js';
 
 export default async function setup(project: TestProject): Promise<() => void> {
   const bin = postgresBin();
@@ -12,9 +10,10 @@ export default async function setup(project: TestProject): Promise<() => void> {
     project.provide('pgUrl', '');
     return () => {};
   }
-  server = await startPostgres(bin);
+  // Each project's server is its own: a run of both projects stops both.
+  const server = await startPostgres(bin);
   project.provide('pgUrl', server.url);
-  return () => server?.stop();
+  return () => server.stop();
 }
 
 declare module 'vitest' {

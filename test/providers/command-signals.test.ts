@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { cli, cliSpawn, cliStore, proposalFile } from '../cli/cli.js';
+import { cliIn, cliSpawn, cliStore, proposalFile } from '../cli/cli.js';
 import { copyPipeline, proposalInput } from '../helpers.js';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'providers');
@@ -62,8 +62,9 @@ describe('a signal to a judge run', () => {
       }
     });
     const { store, env } = cliStore();
-    const id = cli(['--dir', dir, 'propose', '-'], { env, input: JSON.stringify(proposalInput()) }).stdout.trim();
-    expect(cli(['--dir', dir, 'confirm', id, '--visibility', 'org'], { env }).code).toBe(0);
+    // Set-up in process; the run that gets the signal is the real binary.
+    const id = (await cliIn(['--dir', dir, 'propose', '-'], { env, input: JSON.stringify(proposalInput()) })).stdout.trim();
+    expect((await cliIn(['--dir', dir, 'confirm', id, '--visibility', 'org'], { env })).code).toBe(0);
     const run = cliSpawn(['--dir', dir, 'run', 'judge', '--yes'], { env });
     const exited = new Promise<number | null>((resolve) => run.once('exit', (status) => resolve(status)));
     const written = () => (started = readdirSync(pids));

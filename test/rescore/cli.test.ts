@@ -1,6 +1,6 @@
 /**
- * `pipeline rescore` through the real binary (run `npm run build` first): the report, --json,
- * refusals, and proof that it writes nothing and calls no model.
+ * `pipeline rescore` through the command line (in process): the report, --json, refusals, and
+ * proof that it writes nothing and calls no model.
  */
 import { unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

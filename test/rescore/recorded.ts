@@ -3,7 +3,6 @@
  * through the engine exactly as the judge stage commits them (approve/reject with `{verdict}`),
  * plus declined rows in the shape promote appends.
  */
-import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
@@ -11,7 +10,8 @@ import type { Rubric } from '../../engine/config/types.js';
 import { decideJury, noJuryVerdict, type JuryVerdict } from '../../engine/jury/gate.js';
 import type { Verdict } from '../../engine/jury/verdict.js';
 import { ORG_RUBRIC } from '../fixtures/rubrics.js';
-import { BIN, proposalInput, type TestEngine } from '../helpers.js';
+import { cliIn } from '../cli/cli.js';
+import { proposalInput, type TestEngine } from '../helpers.js';
 
 /** The shipped org rubric, verbatim (SPEC §5.4). */
 export const ORG: Rubric = ORG_RUBRIC;
@@ -86,17 +86,9 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Run the real binary (built by `npm run build`); asynchronous, so a test's server keeps serving. */
+/** Run the command line in process (asynchronous, so a test's server keeps serving). */
 export function runCli(args: string[], options: { cwd: string; env?: Record<string, string> }): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: { ...process.env, PIPELINE_CONFIG_CACHE: 'off', NO_COLOR: '1', ...options.env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return cliIn(args, { cwd: options.cwd, env: { PIPELINE_CONFIG_CACHE: 'off', NO_COLOR: '1', ...options.env } });
 }
 
 export function expectOk(result: CliResult): void {

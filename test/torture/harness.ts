@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
-import { BIN, proposalInput, ROOT, SECRET_FILE, tempDir, testEngine, type TestEngine } from '../helpers.js';
+import { BIN, fileConfigCache, proposalInput, ROOT, SECRET_FILE, testEngine, type TestEngine } from '../helpers.js';
 
 const VISIBILITIES = ['org', 'public', 'private'] as const;
 
@@ -30,9 +30,9 @@ export async function confirmedStore(count: number, visibilities: readonly strin
   return { ...t, ids };
 }
 
-/** The environment that points the binary at `storeDir` (author secret and config cache in temp dirs). */
+/** The environment that points the binary at `storeDir` (the test process's author secret, the file's config cache). */
 export function storeEnv(storeDir: string): NodeJS.ProcessEnv {
-  return { ...process.env, PIPELINE_STORE: storeDir, PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE, PIPELINE_CONFIG_CACHE: tempDir('pipeline-config-cache-'), NO_COLOR: '1' };
+  return { ...process.env, PIPELINE_STORE: storeDir, PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE, PIPELINE_CONFIG_CACHE: fileConfigCache(), NO_COLOR: '1' };
 }
 
 export interface Finished {
