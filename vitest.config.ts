@@ -20,7 +20,10 @@ export default defineConfig({
     projects: [
       // A worker per CPU (vitest's default leaves one out: a single worker on a 2-CPU machine,
       // idle while a test waits on fsync, a child process or the database).
-      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: ['test/e2e/**', ...TORTURE, 'node_modules/**'], maxWorkers: os.availableParallelism() } },
+      {
+        extends: true,
+        test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: ['test/e2e/**', ...TORTURE, 'node_modules/**'], maxWorkers: os.availableParallelism() },
+      },
       { extends: true, test: { name: 'torture', include: TORTURE } },
     ],
   },

@@ -33,7 +33,11 @@ const plan = {
   pool: quick ? [10_000] : [100_000],
   // [C, L ms, mode]; N is chosen so every run's ideal is 4 s (1 s quick). L = 100 ms is the stress
   // case (C=32 needs 320 proposals/s); 1 s is closer to a real model.
-  latency: [1, 8, 32].flatMap((c) => [[c, 100, 'promote'], [c, 100, 'judge-only'], [c, 1000, 'promote']]),
+  latency: [1, 8, 32].flatMap((c) => [
+    [c, 100, 'promote'],
+    [c, 100, 'judge-only'],
+    [c, 1000, 'promote'],
+  ]),
   idealMs: quick ? 1000 : 4000,
 };
 
@@ -42,7 +46,12 @@ const began = performance.now();
 
 /** Run a scenario script in its own Node process; its last stdout line is its JSON result. */
 function child(script, args) {
-  const result = spawnSync(process.execPath, [path.join(here, 'scenarios', script), ...args.map(String)], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 16 * 1024 * 1024, env: { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' } });
+  const result = spawnSync(process.execPath, [path.join(here, 'scenarios', script), ...args.map(String)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+    maxBuffer: 16 * 1024 * 1024,
+    env: { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' },
+  });
   if (result.status !== 0) throw new Error(`${script} ${args.join(' ')} failed with exit code ${result.status}`);
   return JSON.parse(result.stdout.trim().split('\n').pop());
 }
@@ -58,7 +67,14 @@ function engineCommit() {
 const results = {
   date: new Date().toISOString(),
   commit: engineCommit(),
-  machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.release()}`, tmpdir: os.tmpdir() },
+  machine: {
+    cpus: os.cpus().length,
+    cpu: os.cpus()[0]?.model,
+    memoryGb: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+    tmpdir: os.tmpdir(),
+  },
   quick,
 };
 
@@ -116,4 +132,6 @@ const out = path.join(here, 'results.json');
 writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
 process.stdout.write(`${renderTables(results, results.targets)}\n\nresults: ${path.relative(process.cwd(), out)}\n`);
 const missed = results.targets.filter((row) => !row.met).length;
-process.stdout.write(`${results.targets.length - missed} of ${results.targets.length} targets met${missed ? `; ${missed} missed (see docs/performance.md)` : ''}; the bench took ${results.seconds} s\n`);
+process.stdout.write(
+  `${results.targets.length - missed} of ${results.targets.length} targets met${missed ? `; ${missed} missed (see docs/performance.md)` : ''}; the bench took ${results.seconds} s\n`,
+);

@@ -5,7 +5,9 @@ process.env.UV_THREADPOOL_SIZE ??= '16';
 const { main } = await import('../dist/pipeline.js');
 
 main(process.argv.slice(2)).then(
-  (code) => { process.exitCode = code; },
+  (code) => {
+    process.exitCode = code;
+  },
   (error) => {
     const detail = process.env.PIPELINE_DEBUG && error && error.stack ? error.stack : String(error && error.message ? error.message : error);
     process.stderr.write(`pipeline: internal error: ${detail}\n`);

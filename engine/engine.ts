@@ -119,7 +119,13 @@ export class Engine {
   }
 
   /** The audit row of a transition, with the arguments the transition records. */
-  auditRow(id: string, decision: Pick<Commit, 'event' | 'from' | 'to' | 'transition'>, args: Record<string, unknown>, options: { stage: string; actor: Actor }, at: string): AuditRow {
+  auditRow(
+    id: string,
+    decision: Pick<Commit, 'event' | 'from' | 'to' | 'transition'>,
+    args: Record<string, unknown>,
+    options: { stage: string; actor: Actor },
+    at: string,
+  ): AuditRow {
     const recorded = (decision.transition.recordArgs ?? []).filter((name) => Object.hasOwn(args, name));
     return {
       at,
@@ -153,7 +159,8 @@ export class Engine {
       label: id,
       ensure: (schema, next) => formatFindings(this.pipeline.schemas.check(schema, next)),
     });
-    if (decision.kind === 'refused') return { kind: 'refused', id, code: decision.code, message: decision.message, ...(decision.details ? { details: decision.details } : {}) };
+    if (decision.kind === 'refused')
+      return { kind: 'refused', id, code: decision.code, message: decision.message, ...(decision.details ? { details: decision.details } : {}) };
     if (decision.kind === 'repeat') {
       const status = String(proposal['status']);
       const message = decision.entered ? `${id} is already ${status}; nothing changed` : `${id} stays ${status}; nothing written`;
@@ -182,12 +189,26 @@ export class Engine {
         case 'lease':
           return refused('lease', `${id}: this run's lease on it expired and another run may have taken it over; nothing was written`, undefined, id);
         case 'entry':
-          return refused('entry', `${id} (${String(proposal['status'])}): ${result.detail ?? 'its entry is not where the change expects it'}; nothing was written`, undefined, id);
+          return refused(
+            'entry',
+            `${id} (${String(proposal['status'])}): ${result.detail ?? 'its entry is not where the change expects it'}; nothing was written`,
+            undefined,
+            id,
+          );
         case 'changed':
           return refused('changed', `${id} was changed by someone else meanwhile; nothing was written — look at it again and retry`, undefined, id);
       }
     }
-    return { kind: 'committed', id, event, from: decision.from, to: change.next['status'] as string, proposal: change.next, version: result.version, audit: change.audit };
+    return {
+      kind: 'committed',
+      id,
+      event,
+      from: decision.from,
+      to: change.next['status'] as string,
+      proposal: change.next,
+      version: result.version,
+      audit: change.audit,
+    };
   }
 
   /** Is a source key handled: proposed, or declined by the transform? */
@@ -201,10 +222,15 @@ export class Engine {
    */
   async propose(input: unknown, options: { stage: string; actor: Actor }): Promise<Outcome> {
     const { key: keyField, payload: payloadField, schema } = this.pipeline.def.proposal;
-    if (!input || typeof input !== 'object' || Array.isArray(input)) return refused('invalid_input', `the input must be a JSON object {${keyField}, ${payloadField}}`);
+    if (!input || typeof input !== 'object' || Array.isArray(input))
+      return refused('invalid_input', `the input must be a JSON object {${keyField}, ${payloadField}}`);
     const record = input as Record<string, unknown>;
     const extra = Object.keys(record).filter((name) => name !== keyField && name !== payloadField);
-    if (extra.length) return refused('invalid_input', `unknown key${extra.length > 1 ? 's' : ''} ${extra.map((name) => `"${name}"`).join(', ')} (expected {${keyField}, ${payloadField}})`);
+    if (extra.length)
+      return refused(
+        'invalid_input',
+        `unknown key${extra.length > 1 ? 's' : ''} ${extra.map((name) => `"${name}"`).join(', ')} (expected {${keyField}, ${payloadField}})`,
+      );
     const key = record[keyField];
     if (typeof key !== 'string' || key.trim() === '') return refused('invalid_input', `${keyField} must be a non-empty string`);
     if (!(payloadField in record)) return refused('invalid_input', `missing ${payloadField}`);
@@ -212,7 +238,10 @@ export class Engine {
     if (findings.length) return refused('schema_invalid', `the ${payloadField} fails the ${schema} schema`, formatFindings(findings, payloadField));
     const handled = await this.keyHandled(key);
     if (handled) {
-      return refused('already_handled', handled.by === 'proposal' ? `${keyField} ${key} is already proposed as ${handled.id}` : `${keyField} ${key} was already declined`);
+      return refused(
+        'already_handled',
+        handled.by === 'proposal' ? `${keyField} ${key} is already proposed as ${handled.id}` : `${keyField} ${key} was already declined`,
+      );
     }
     return this.create(key, record[payloadField], options);
   }

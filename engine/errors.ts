@@ -44,11 +44,7 @@ export class PipelineError extends Error {
 
 /** Render an issue as `file:line:col: message` (plus an indented hint line). */
 export function formatIssue(issue: Issue): string {
-  const where = issue.file
-    ? issue.line !== undefined
-      ? `${issue.file}:${issue.line}:${issue.col ?? 1}: `
-      : `${issue.file}: `
-    : '';
+  const where = issue.file ? (issue.line !== undefined ? `${issue.file}:${issue.line}:${issue.col ?? 1}: ` : `${issue.file}: `) : '';
   const prefix = issue.severity === 'warning' ? 'warning: ' : '';
   const hint = issue.hint ? `\n  hint: ${issue.hint}` : '';
   return `${prefix}${where}${issue.message}${hint}`;

@@ -41,7 +41,8 @@ export async function readSecret(name: string, def: SecretDef, env: Env): Promis
   try {
     text = await fs.readFile(file, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return { ok: false, message: `cannot read the ${name} secret ${file}: ${(error as Error).message}` };
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+      return { ok: false, message: `cannot read the ${name} secret ${file}: ${(error as Error).message}` };
     if (def.generate !== 'hex64') return { ok: false, message: `the ${name} secret ${file} does not exist` };
     try {
       // A file appearing under the person's home directory is said once, by the call that made it.
@@ -52,7 +53,8 @@ export async function readSecret(name: string, def: SecretDef, env: Env): Promis
     }
   }
   const value = text.trim();
-  if (!HEX64.test(value)) return { ok: false, message: `the ${name} secret ${file} is malformed (expected 64 lower-case hex characters); it was left as it is` };
+  if (!HEX64.test(value))
+    return { ok: false, message: `the ${name} secret ${file} is malformed (expected 64 lower-case hex characters); it was left as it is` };
   try {
     const { mode } = await fs.stat(file);
     if ((mode & 0o077) !== 0) {

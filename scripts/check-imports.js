@@ -80,7 +80,8 @@ export function readGraph(root) {
 
 /** The cycles of the graph's loading imports: each a list of files, in import order, closing on the first. */
 export function findCycles(graph) {
-  const next = (file) => (graph.get(file) ?? []).filter((edge) => edge.kind === 'value' && edge.file !== undefined && graph.has(edge.file)).map((edge) => edge.file);
+  const next = (file) =>
+    (graph.get(file) ?? []).filter((edge) => edge.kind === 'value' && edge.file !== undefined && graph.has(edge.file)).map((edge) => edge.file);
   // Tarjan's strongly connected components: every cycle lies within one.
   const index = new Map();
   const low = new Map();
@@ -149,7 +150,9 @@ export function findImpurities(graph) {
     }
     // What the file loads in turn (util/ modules are allowed only while they stay pure too).
     const seen = new Set([file]);
-    const queue = edges.filter((edge) => edge.kind !== 'type' && edge.file !== undefined && pureTarget(edge.file)).map((edge) => ({ at: edge.file, line: edge.line, via: [edge.file] }));
+    const queue = edges
+      .filter((edge) => edge.kind !== 'type' && edge.file !== undefined && pureTarget(edge.file))
+      .map((edge) => ({ at: edge.file, line: edge.line, via: [edge.file] }));
     while (queue.length) {
       const { at, line, via } = queue.shift();
       if (seen.has(at)) continue;

@@ -48,7 +48,14 @@ pipeline(['confirm', byArtifact.A001, '--visibility', 'org']);
 pipeline(['confirm', byArtifact.A002, '--visibility', 'public']);
 pipeline(['confirm', byArtifact.A003, '--visibility', 'private']);
 pipeline(['confirm', byArtifact.A004, '--visibility', 'public']);
-pipeline(['confirm', byArtifact.A005, '--visibility', 'org', '--version-independent', 'The privilege is a server-side default of PostgreSQL itself, whichever client or driver version connects']);
+pipeline([
+  'confirm',
+  byArtifact.A005,
+  '--visibility',
+  'org',
+  '--version-independent',
+  'The privilege is a server-side default of PostgreSQL itself, whichever client or driver version connects',
+]);
 pipeline(['pass', byArtifact.A006, 'about one local dashboard, not worth sharing']);
 pipeline(['defer', byArtifact.A007]);
 
@@ -65,7 +72,10 @@ for (const name of entries) {
   const jury = entry.consensus.judges === 0 ? 'no jury' : `${entry.consensus.agreed}/${entry.consensus.judges} judges agreed`;
   console.log(`  ${name}  [${entry.visibility}, ${jury}]  ${entry.claim}`);
 }
-const declined = readFileSync(path.join(store, 'declined.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+const declined = readFileSync(path.join(store, 'declined.jsonl'), 'utf8')
+  .trim()
+  .split('\n')
+  .map((line) => JSON.parse(line));
 console.log(`\ndeclined (${declined.length}) are in ${path.join(store, 'declined.jsonl')}:`);
 for (const row of declined) {
   const by = row.id ? `by the jury, proposal ${row.id}` : 'by the transform, no proposal made';

@@ -56,14 +56,50 @@ const NAMES = {
 };
 
 /** Keywords json-schema-to-typescript reads (or that rewriting below produces). */
-const TYPED = new Set(['type', 'properties', 'required', 'additionalProperties', 'items', 'enum', 'const', 'anyOf', 'oneOf', 'allOf', '$ref', 'definitions', 'title', 'description', 'default', 'tsType']);
+const TYPED = new Set([
+  'type',
+  'properties',
+  'required',
+  'additionalProperties',
+  'items',
+  'enum',
+  'const',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  '$ref',
+  'definitions',
+  'title',
+  'description',
+  'default',
+  'tsType',
+]);
 /** Keywords that narrow values in ways TypeScript types do not express: validation only. */
 const IGNORED = new Set([
-  '$schema', '$id', 'markdownDescription', 'examples',
-  'minLength', 'maxLength', 'pattern', 'format', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf',
-  'minItems', 'maxItems', 'uniqueItems', 'minProperties', 'maxProperties', 'propertyNames',
+  '$schema',
+  '$id',
+  'markdownDescription',
+  'examples',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'format',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'minProperties',
+  'maxProperties',
+  'propertyNames',
   // engine/config/ajv.ts: a message for people, and checks across items or members
-  'message', 'sumEquals', 'uniqueProperty', 'keysListed',
+  'message',
+  'sumEquals',
+  'uniqueProperty',
+  'keysListed',
 ]);
 /** Keywords that say what a value is (a subschema without any of them accepts anything). */
 const SHAPING = ['type', 'properties', 'additionalProperties', 'items', 'enum', 'const', 'anyOf', 'oneOf', 'allOf', '$ref', 'not', 'if', 'tsType'];
@@ -94,16 +130,32 @@ function discriminated(node, root, file, at) {
     const keys = isObject(test) ? Object.keys(test) : [];
     const key = isObject(test?.properties) ? Object.keys(test.properties)[0] : undefined;
     const value = key === undefined ? undefined : test.properties[key]?.const;
-    const shape = keys.length === 2 && keys.includes('properties') && keys.includes('required') && Object.keys(test.properties).length === 1 && test.required.length === 1 && test.required[0] === key;
+    const shape =
+      keys.length === 2 &&
+      keys.includes('properties') &&
+      keys.includes('required') &&
+      Object.keys(test.properties).length === 1 &&
+      test.required.length === 1 &&
+      test.required[0] === key;
     if (!shape || typeof value !== 'string' || !isObject(part.then) || Object.keys(part).some((k) => k !== 'if' && k !== 'then')) {
-      fail(file, [...at, 'allOf', String(index)], 'only `if: {properties: {K: {const: V}}, required: [K]}, then: …` conditionals (a discriminated union by K) can be typed');
+      fail(
+        file,
+        [...at, 'allOf', String(index)],
+        'only `if: {properties: {K: {const: V}}, required: [K]}, then: …` conditionals (a discriminated union by K) can be typed',
+      );
     }
     return { key, value, then: part.then };
   });
   const key = branches[0].key;
   const declared = node.properties?.[key]?.enum;
   const values = branches.map((branch) => branch.value);
-  if (branches.some((branch) => branch.key !== key) || !Array.isArray(declared) || declared.length !== values.length || !declared.every((value) => values.includes(value)) || !node.required?.includes(key)) {
+  if (
+    branches.some((branch) => branch.key !== key) ||
+    !Array.isArray(declared) ||
+    declared.length !== values.length ||
+    !declared.every((value) => values.includes(value)) ||
+    !node.required?.includes(key)
+  ) {
     fail(file, at, `the conditionals must cover exactly the required \`${key}\` enum`);
   }
   for (const [index, branch] of branches.entries()) {
@@ -161,7 +213,8 @@ function keyedAlternatives(node, file, at) {
 function rewrite(node, root, file, at) {
   if (!isObject(node)) return node;
   for (const key of Object.keys(node)) {
-    if (!TYPED.has(key) && !IGNORED.has(key) && key !== 'not' && key !== 'if' && key !== 'then' && key !== 'else') fail(file, at, `keyword "${key}" is not known to the type generator: decide in scripts/generate-config-types.js how it types`);
+    if (!TYPED.has(key) && !IGNORED.has(key) && key !== 'not' && key !== 'if' && key !== 'then' && key !== 'else')
+      fail(file, at, `keyword "${key}" is not known to the type generator: decide in scripts/generate-config-types.js how it types`);
   }
   let out = { ...node };
   if (isObject(out.not) && Object.keys(out.not).length === 0) {
@@ -264,7 +317,9 @@ async function main(argv) {
   }
   if (check) {
     if (current === text) return 0;
-    console.error(`${OUTPUT} is ${current === undefined ? 'missing' : 'out of date with schemas/config/*.schema.json'}: run \`npm run generate:types\` and commit the result`);
+    console.error(
+      `${OUTPUT} is ${current === undefined ? 'missing' : 'out of date with schemas/config/*.schema.json'}: run \`npm run generate:types\` and commit the result`,
+    );
     return 1;
   }
   if (current !== text) {

@@ -48,7 +48,8 @@ export function fileConfigCache(): string {
 /** A copy of the shipped pipeline in a temp directory (to edit its YAML in a test). */
 export function copyPipeline(): string {
   const dir = tempDir('pipeline-copy-');
-  for (const entry of ['pipeline.yaml', 'machines', 'stages', 'rubrics', 'schemas', 'examples']) cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
+  for (const entry of ['pipeline.yaml', 'machines', 'stages', 'rubrics', 'schemas', 'examples'])
+    cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
   return dir;
 }
 
@@ -106,7 +107,12 @@ export function candidate(overrides: Record<string, unknown> = {}, id = artifact
       observed_at: '2026-11-01T10:00:00Z',
       resolution: 'Ran pnpm install --lockfile-only once after upgrading, then committed the new lockfile.',
     },
-    applies_to: { stack: ['pnpm'], scope: { kind: 'versioned', versions: { pnpm: '>=8 <9' } }, file_patterns: ['pnpm-lock.yaml'], task_kinds: ['dependency-upgrade'] },
+    applies_to: {
+      stack: ['pnpm'],
+      scope: { kind: 'versioned', versions: { pnpm: '>=8 <9' } },
+      file_patterns: ['pnpm-lock.yaml'],
+      task_kinds: ['dependency-upgrade'],
+    },
     ...overrides,
   };
 }

@@ -137,7 +137,9 @@ export function writeStore(dir, total, confirmed, visibility = visibilityOf) {
     logs.events.push(...history(id, status));
     if (status === 'passed') logs.passed.push(JSON.stringify({ lesson_id: id, artifact_id: artifactId, reason: null, passed_at: AT }));
     if (status === 'rejected') {
-      logs.declined.push(JSON.stringify({ artifact_id: artifactId, id, reason: proposal.verdict.reason, detail: null, declined_at: AT, verdict: proposal.verdict }));
+      logs.declined.push(
+        JSON.stringify({ artifact_id: artifactId, id, reason: proposal.verdict.reason, detail: null, declined_at: AT, verdict: proposal.verdict }),
+      );
     }
   }
   for (const [name, rows] of Object.entries(logs)) if (rows.length) writeFileSync(path.join(dir, `${name}.jsonl`), `${rows.join('\n')}\n`);

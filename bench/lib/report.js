@@ -76,12 +76,22 @@ export function targets(results) {
   for (const row of referenceRatios(results)) {
     for (const size of row.sizes) {
       if (size.ratio === null) continue;
-      add(`${row.what}, N=${size.n}`, `${ms(size.ms)} = ${times(size.ratio)} faster`, `≥ ${RATIO_TARGET}× (≤ ${ms(row.referenceMs / RATIO_TARGET)})`, size.ratio >= RATIO_TARGET);
+      add(
+        `${row.what}, N=${size.n}`,
+        `${ms(size.ms)} = ${times(size.ratio)} faster`,
+        `≥ ${RATIO_TARGET}× (≤ ${ms(row.referenceMs / RATIO_TARGET)})`,
+        size.ratio >= RATIO_TARGET,
+      );
     }
   }
   for (const store of results.stores ?? []) {
     if (store.size !== 100_000) continue;
-    for (const [name, key] of [['status', 'statusWarm'], ['status, first run (builds the index)', 'statusFirst'], ['list --state confirmed', 'listWarm'], ['list --state confirmed, first run', 'listFirst']]) {
+    for (const [name, key] of [
+      ['status', 'statusWarm'],
+      ['status, first run (builds the index)', 'statusFirst'],
+      ['list --state confirmed', 'listWarm'],
+      ['list --state confirmed, first run', 'listFirst'],
+    ]) {
       add(`${name}, 100,000 proposals`, ms(store[key].medianMs), '< 1 s', store[key].medianMs < 1000);
     }
   }
@@ -92,20 +102,48 @@ export function targets(results) {
     add(`pool outcome, ${at}`, ms(pool.outcome.medianMs), '< 300 ms', pool.outcome.medianMs < 300);
   }
   const small = results.stores?.find((store) => store.size === 1000);
-  if (small) add('list 1,000 confirmed as JSON', `${ms(small.listWarm.medianMs)} = ${times(REFERENCE.list1000Json / small.listWarm.medianMs)} faster`, 'faster than 25 s', small.listWarm.medianMs < REFERENCE.list1000Json);
+  if (small)
+    add(
+      'list 1,000 confirmed as JSON',
+      `${ms(small.listWarm.medianMs)} = ${times(REFERENCE.list1000Json / small.listWarm.medianMs)} faster`,
+      'faster than 25 s',
+      small.listWarm.medianMs < REFERENCE.list1000Json,
+    );
   if (results.coldStart) {
     add('cold start: status, small store', ms(results.coldStart.status.medianMs), '< 250 ms', results.coldStart.status.medianMs < 250);
-    add('cold start: status, no config cache yet', ms(results.coldStart.statusNoConfigCache.medianMs), '< 250 ms', results.coldStart.statusNoConfigCache.medianMs < 250);
+    add(
+      'cold start: status, no config cache yet',
+      ms(results.coldStart.statusNoConfigCache.medianMs),
+      '< 250 ms',
+      results.coldStart.statusNoConfigCache.medianMs < 250,
+    );
   }
   for (const run of results.latency ?? []) {
-    add(`efficiency C=${run.c} (N=${run.n}, L=${run.latencyMs} ms, ${run.mode})`, `wall ${ms(run.wallMs)} = ${run.ratio.toFixed(2)} × ideal`, '≤ 1.10 × ideal', run.ratio <= 1.1);
+    add(
+      `efficiency C=${run.c} (N=${run.n}, L=${run.latencyMs} ms, ${run.mode})`,
+      `wall ${ms(run.wallMs)} = ${run.ratio.toFixed(2)} × ideal`,
+      '≤ 1.10 × ideal',
+      run.ratio <= 1.1,
+    );
   }
   if (results.postgres) {
     const pg = results.postgres;
     const file = pg.throughput.find((row) => row.store === 'file');
     const four = pg.throughput.find((row) => row.store === 'postgres' && row.workers === 4);
-    if (file && four) add('PostgreSQL: 4 workers vs 1 process on files (proposals/s)', `${four.perSecond.toFixed(0)} vs ${file.perSecond.toFixed(0)}`, '≥ the file store', four.perSecond >= file.perSecond);
-    for (const run of pg.latency) add(`PostgreSQL: W=${run.workers} × C=${run.concurrency}, L=${run.latencyMs} ms`, `wall ${ms(run.wallMs)} = ${run.ratio.toFixed(2)} × N·L/(W·C)`, '≤ 1.10 ×', run.ratio <= 1.1);
+    if (file && four)
+      add(
+        'PostgreSQL: 4 workers vs 1 process on files (proposals/s)',
+        `${four.perSecond.toFixed(0)} vs ${file.perSecond.toFixed(0)}`,
+        '≥ the file store',
+        four.perSecond >= file.perSecond,
+      );
+    for (const run of pg.latency)
+      add(
+        `PostgreSQL: W=${run.workers} × C=${run.concurrency}, L=${run.latencyMs} ms`,
+        `wall ${ms(run.wallMs)} = ${run.ratio.toFixed(2)} × N·L/(W·C)`,
+        '≤ 1.10 ×',
+        run.ratio <= 1.1,
+      );
     if (pg.size) {
       const label = `${pg.size.proposals.toLocaleString('en-US')} proposals`;
       add(`PostgreSQL: status, ${label}`, ms(pg.size.statusMs), '< 1 s', pg.size.statusMs < 1000);
@@ -119,9 +157,19 @@ export function targets(results) {
     const last = known[known.length - 1];
     add(`memory flat in N: ${name}`, `${mb(first.rss)} at N=${first.n} → ${mb(last.rss)} at N=${last.n}`, `≤ ${FLAT}×`, last.rss / first.rss <= FLAT);
   };
-  flat('lifecycle (one process)', (results.perProposal ?? []).map((row) => ({ n: row.n, rss: row.maxRssKb })));
-  for (const key of ['statusWarm', 'statusFirst', 'listWarm', 'reviewOne', 'runPromoteIdle']) flat(key, (results.stores ?? []).map((store) => ({ n: store.size, rss: store[key]?.maxRssKb })));
-  flat('judge run at fixed latency', (results.latency ?? []).filter((run) => run.mode === 'promote' && run.latencyMs === 100).map((run) => ({ n: run.n, rss: run.maxRssKb })));
+  flat(
+    'lifecycle (one process)',
+    (results.perProposal ?? []).map((row) => ({ n: row.n, rss: row.maxRssKb })),
+  );
+  for (const key of ['statusWarm', 'statusFirst', 'listWarm', 'reviewOne', 'runPromoteIdle'])
+    flat(
+      key,
+      (results.stores ?? []).map((store) => ({ n: store.size, rss: store[key]?.maxRssKb })),
+    );
+  flat(
+    'judge run at fixed latency',
+    (results.latency ?? []).filter((run) => run.mode === 'promote' && run.latencyMs === 100).map((run) => ({ n: run.n, rss: run.maxRssKb })),
+  );
   return out;
 }
 
@@ -130,46 +178,136 @@ export function renderTables(results, verdicts) {
   const ratios = referenceRatios(results);
   if (ratios.some((row) => row.sizes.some((size) => size.ratio !== null))) {
     const cells = (size) => (size.ratio === null ? ['—', '—'] : [ms(size.ms), times(size.ratio)]);
-    parts.push(table(`Reference ratios: reference ÷ measured, per proposal (SPEC §9); target ≥ ${RATIO_TARGET}× at N = 1,000 and 10,000`,
-      ['', 'reference', ...RATIO_SIZES.flatMap((n) => [`N=${n.toLocaleString('en')}`, 'ratio']), `≥ ${RATIO_TARGET}×`],
-      ratios.map((row) => [row.what, ms(row.referenceMs), ...row.sizes.flatMap(cells), row.met === null ? 'not measured' : row.met ? 'met' : 'NOT MET'])));
+    parts.push(
+      table(
+        `Reference ratios: reference ÷ measured, per proposal (SPEC §9); target ≥ ${RATIO_TARGET}× at N = 1,000 and 10,000`,
+        ['', 'reference', ...RATIO_SIZES.flatMap((n) => [`N=${n.toLocaleString('en')}`, 'ratio']), `≥ ${RATIO_TARGET}×`],
+        ratios.map((row) => [row.what, ms(row.referenceMs), ...row.sizes.flatMap(cells), row.met === null ? 'not measured' : row.met ? 'met' : 'NOT MET']),
+      ),
+    );
   }
   if (results.perProposal?.length) {
-    parts.push(table('Per proposal, engine API, real FileStore (fsync on), ms per proposal', ['N', 'propose', 'confirm 1-by-1', 'confirm ×8', 'judge ×8', 'promote ×8', 'judge+promote', 'peak RSS'],
-      results.perProposal.map((row) => [row.n, ms(row.propose), ms(row.confirmSequential), ms(row.confirmParallel8), ms(row.judge), ms(row.promote), ms(row.judgePlusPromote), mb(row.maxRssKb)])));
-    const ref = results.perProposal.map((row) => [row.n, times(REFERENCE.confirm / row.confirmParallel8), times(REFERENCE.confirm / row.confirmSequential), times(REFERENCE.judge / row.judge), times(REFERENCE.promote / row.promote), times((REFERENCE.judge + REFERENCE.promote) / row.judgePlusPromote)]);
-    parts.push(table('Speed-up over the reference (confirm 34 ms, judge 79 ms, promote 116 ms); target ≥ 100×', ['N', 'confirm ×8', 'confirm 1-by-1', 'judge', 'promote', 'judge+promote'], ref));
+    parts.push(
+      table(
+        'Per proposal, engine API, real FileStore (fsync on), ms per proposal',
+        ['N', 'propose', 'confirm 1-by-1', 'confirm ×8', 'judge ×8', 'promote ×8', 'judge+promote', 'peak RSS'],
+        results.perProposal.map((row) => [
+          row.n,
+          ms(row.propose),
+          ms(row.confirmSequential),
+          ms(row.confirmParallel8),
+          ms(row.judge),
+          ms(row.promote),
+          ms(row.judgePlusPromote),
+          mb(row.maxRssKb),
+        ]),
+      ),
+    );
+    const ref = results.perProposal.map((row) => [
+      row.n,
+      times(REFERENCE.confirm / row.confirmParallel8),
+      times(REFERENCE.confirm / row.confirmSequential),
+      times(REFERENCE.judge / row.judge),
+      times(REFERENCE.promote / row.promote),
+      times((REFERENCE.judge + REFERENCE.promote) / row.judgePlusPromote),
+    ]);
+    parts.push(
+      table(
+        'Speed-up over the reference (confirm 34 ms, judge 79 ms, promote 116 ms); target ≥ 100×',
+        ['N', 'confirm ×8', 'confirm 1-by-1', 'judge', 'promote', 'judge+promote'],
+        ref,
+      ),
+    );
   }
   if (results.stores?.length) {
     const cell = (timing) => (timing ? `${ms(timing.medianMs)} / ${mb(timing.maxRssKb)}` : '—');
-    parts.push(table('The real binary, one process per run (median; peak RSS)', ['proposals', 'status first', 'status warm', 'list first', 'list warm', 'unconfirm one', 'run promote (idle)'],
-      results.stores.map((store) => [store.size, cell(store.statusFirst), cell(store.statusWarm), cell(store.listFirst), cell(store.listWarm), cell(store.reviewOne), cell(store.runPromoteIdle)])));
+    parts.push(
+      table(
+        'The real binary, one process per run (median; peak RSS)',
+        ['proposals', 'status first', 'status warm', 'list first', 'list warm', 'unconfirm one', 'run promote (idle)'],
+        results.stores.map((store) => [
+          store.size,
+          cell(store.statusFirst),
+          cell(store.statusWarm),
+          cell(store.listFirst),
+          cell(store.listWarm),
+          cell(store.reviewOne),
+          cell(store.runPromoteIdle),
+        ]),
+      ),
+    );
   }
   if (results.pool?.length) {
     const cell = (timing) => (timing ? `${ms(timing.medianMs)} / ${mb(timing.maxRssKb)}` : '—');
     const header = ['in use', 'top first', 'top warm', 'top --file --task', 'outcome', 'top after outcomes', 'prune (dry run)', 'outcome, pool of 20'];
     const row = (pool) => [pool.size, cell(pool.topFirst), cell(pool.topWarm), cell(pool.topWarmFileTask), cell(pool.outcome), cell(pool.topAfterOutcomes)];
-    parts.push(table('The pool in use, the real binary (median; peak RSS)', header, results.pool.map((pool) => [...row(pool), cell(pool.pruneDry), cell(pool.outcomeSmallStore)])));
+    parts.push(
+      table(
+        'The pool in use, the real binary (median; peak RSS)',
+        header,
+        results.pool.map((pool) => [...row(pool), cell(pool.pruneDry), cell(pool.outcomeSmallStore)]),
+      ),
+    );
   }
   if (results.coldStart) {
     const cold = results.coldStart;
-    parts.push(table('Cold start (median of a new process each run)', ['command', 'median', 'runs', 'peak RSS'], [
-      ['status, small store', ms(cold.status.medianMs), cold.status.runs.length, mb(cold.status.maxRssKb)],
-      ['status, no config cache', ms(cold.statusNoConfigCache.medianMs), cold.statusNoConfigCache.runs.length, mb(cold.statusNoConfigCache.maxRssKb)],
-      ['--version', ms(cold.version.medianMs), cold.version.runs.length, mb(cold.version.maxRssKb)],
-    ]));
+    parts.push(
+      table(
+        'Cold start (median of a new process each run)',
+        ['command', 'median', 'runs', 'peak RSS'],
+        [
+          ['status, small store', ms(cold.status.medianMs), cold.status.runs.length, mb(cold.status.maxRssKb)],
+          ['status, no config cache', ms(cold.statusNoConfigCache.medianMs), cold.statusNoConfigCache.runs.length, mb(cold.statusNoConfigCache.maxRssKb)],
+          ['--version', ms(cold.version.medianMs), cold.version.runs.length, mb(cold.version.maxRssKb)],
+        ],
+      ),
+    );
   }
   if (results.latency?.length) {
-    parts.push(table('Judges of fixed latency: ideal = ceil(N/C) × L (the panel\'s 2 calls run in parallel)', ['C', 'N', 'L', 'mode', 'calls', 'max in flight', 'wall', 'ideal', 'wall/ideal', 'within 10 %', 'CPU/proposal', 'peak RSS'],
-      results.latency.map((run) => [run.c, run.n, ms(run.latencyMs), run.mode, run.requests, run.maxInFlight, ms(run.wallMs), ms(run.idealMs), run.ratio.toFixed(2), run.ratio <= 1.1 ? 'yes' : 'NO', run.cpuMsPerProposal === undefined ? '—' : ms(run.cpuMsPerProposal), mb(run.maxRssKb)])));
+    parts.push(
+      table(
+        "Judges of fixed latency: ideal = ceil(N/C) × L (the panel's 2 calls run in parallel)",
+        ['C', 'N', 'L', 'mode', 'calls', 'max in flight', 'wall', 'ideal', 'wall/ideal', 'within 10 %', 'CPU/proposal', 'peak RSS'],
+        results.latency.map((run) => [
+          run.c,
+          run.n,
+          ms(run.latencyMs),
+          run.mode,
+          run.requests,
+          run.maxInFlight,
+          ms(run.wallMs),
+          ms(run.idealMs),
+          run.ratio.toFixed(2),
+          run.ratio <= 1.1 ? 'yes' : 'NO',
+          run.cpuMsPerProposal === undefined ? '—' : ms(run.cpuMsPerProposal),
+          mb(run.maxRssKb),
+        ]),
+      ),
+    );
   }
   if (results.postgres) {
     const pg = results.postgres;
-    parts.push(table('PostgreSQL: judge + promote with instant offline judges (real binaries, one database)', ['store', 'workers', 'N', 'wall', 'proposals/s'],
-      pg.throughput.map((row) => [row.store, row.workers, row.n, ms(row.wallMs), row.perSecond.toFixed(0)])));
-    parts.push(table('PostgreSQL: judges of fixed latency, ideal = N·L/(W·C)', ['workers', 'C', 'N', 'L', 'wall', 'ideal', 'wall/ideal'],
-      pg.latency.map((run) => [run.workers, run.concurrency, run.n, ms(run.latencyMs), ms(run.wallMs), ms(run.idealMs), run.ratio.toFixed(2)])));
+    parts.push(
+      table(
+        'PostgreSQL: judge + promote with instant offline judges (real binaries, one database)',
+        ['store', 'workers', 'N', 'wall', 'proposals/s'],
+        pg.throughput.map((row) => [row.store, row.workers, row.n, ms(row.wallMs), row.perSecond.toFixed(0)]),
+      ),
+    );
+    parts.push(
+      table(
+        'PostgreSQL: judges of fixed latency, ideal = N·L/(W·C)',
+        ['workers', 'C', 'N', 'L', 'wall', 'ideal', 'wall/ideal'],
+        pg.latency.map((run) => [run.workers, run.concurrency, run.n, ms(run.latencyMs), ms(run.wallMs), ms(run.idealMs), run.ratio.toFixed(2)]),
+      ),
+    );
   }
-  parts.push(table('SPEC §9 targets', ['target', 'measured', 'goal', 'met'], verdicts.map((row) => [row.target, row.measured, row.goal, row.met ? 'yes' : 'NO'])));
+  parts.push(
+    table(
+      'SPEC §9 targets',
+      ['target', 'measured', 'goal', 'met'],
+      verdicts.map((row) => [row.target, row.measured, row.goal, row.met ? 'yes' : 'NO']),
+    ),
+  );
   return parts.join('\n');
 }

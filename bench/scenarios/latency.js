@@ -35,7 +35,10 @@ function latencyPipeline(dir, baseUrl) {
 
 async function startServer() {
   const child = spawn(process.execPath, [path.join(here, '..', 'lib', 'judge-server.js'), String(latency)], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const [line] = await createInterface({ input: child.stdout })[Symbol.asyncIterator]().next().then((next) => [next.value]);
+  const [line] = await createInterface({ input: child.stdout })
+    [Symbol.asyncIterator]()
+    .next()
+    .then((next) => [next.value]);
   return { child, url: `http://127.0.0.1:${JSON.parse(line).port}` };
 }
 
@@ -58,7 +61,9 @@ try {
   const cpuMsPerProposal = (cpu.user + cpu.system) / 1000 / n;
   const stats = await (await fetch(`${server.url}/stats`)).json();
   const idealMs = Math.ceil(n / c) * latency;
-  process.stdout.write(`${JSON.stringify({ c, n, latencyMs: latency, mode, wallMs, idealMs, ratio: wallMs / idealMs, cpuMsPerProposal, requests: stats.requests, maxInFlight: stats.maxInFlight, counts: summary.counts, notes: run.notes.slice(0, 3), maxRssKb: process.resourceUsage().maxRSS })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ c, n, latencyMs: latency, mode, wallMs, idealMs, ratio: wallMs / idealMs, cpuMsPerProposal, requests: stats.requests, maxInFlight: stats.maxInFlight, counts: summary.counts, notes: run.notes.slice(0, 3), maxRssKb: process.resourceUsage().maxRSS })}\n`,
+  );
 } finally {
   server.child.kill('SIGTERM');
   work.cleanup();

@@ -26,9 +26,11 @@ async function timed(name, body) {
 
 async function inParallel(items, concurrency, work) {
   let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await work(items[next++]);
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) await work(items[next++]);
+    }),
+  );
 }
 
 function expect(outcome, kind, what) {
@@ -49,11 +51,18 @@ try {
   // Half confirmed one by one (a person's commands), half in parallel (a scripted review).
   const confirm = findReviewCommand(engine.pipeline, 'confirm');
   const half = Math.floor(n / 2);
-  const confirmOne = async (index) => expect(await runReviewCommand(engine, confirm, ids[index], { visibility: visibilityOf(index) }, 'cli'), 'committed', 'confirm');
+  const confirmOne = async (index) =>
+    expect(await runReviewCommand(engine, confirm, ids[index], { visibility: visibilityOf(index) }, 'cli'), 'committed', 'confirm');
   await timed('confirm_sequential', async () => {
     for (let i = 0; i < half; i++) await confirmOne(i);
   });
-  await timed('confirm_parallel8', () => inParallel(ids.slice(half).map((_, k) => half + k), 8, confirmOne));
+  await timed('confirm_parallel8', () =>
+    inParallel(
+      ids.slice(half).map((_, k) => half + k),
+      8,
+      confirmOne,
+    ),
+  );
 
   const judge = { ...stageOf(engine, 'judge'), then: undefined };
   const judged = runOptions(8);

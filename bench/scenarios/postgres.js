@@ -76,11 +76,16 @@ async function confirmedStore(n, location) {
 async function runWorkers(dir, location, workers, concurrency, env) {
   const start = performance.now();
   const codes = await Promise.all(
-    Array.from({ length: workers }, () =>
-      new Promise((resolve) => {
-        const child = spawn(process.execPath, [BIN, '--dir', dir, 'run', 'judge', '--yes', '--json', '--concurrency', String(concurrency)], { env: { ...env, PIPELINE_STORE: location }, stdio: ['ignore', 'ignore', 'inherit'] });
-        child.on('exit', (code) => resolve(code));
-      }),
+    Array.from(
+      { length: workers },
+      () =>
+        new Promise((resolve) => {
+          const child = spawn(process.execPath, [BIN, '--dir', dir, 'run', 'judge', '--yes', '--json', '--concurrency', String(concurrency)], {
+            env: { ...env, PIPELINE_STORE: location },
+            stdio: ['ignore', 'ignore', 'inherit'],
+          });
+          child.on('exit', (code) => resolve(code));
+        }),
     ),
   );
   return { wallMs: performance.now() - start, codes };
@@ -88,7 +93,10 @@ async function runWorkers(dir, location, workers, concurrency, env) {
 
 async function judgeServer(latency) {
   const child = spawn(process.execPath, [path.join(here, '..', 'lib', 'judge-server.js'), String(latency)], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const [line] = await createInterface({ input: child.stdout })[Symbol.asyncIterator]().next().then((next) => [next.value]);
+  const [line] = await createInterface({ input: child.stdout })
+    [Symbol.asyncIterator]()
+    .next()
+    .then((next) => [next.value]);
   return { child, url: `http://127.0.0.1:${JSON.parse(line).port}/v1` };
 }
 
@@ -159,7 +167,13 @@ try {
   const latency = 1000;
   const judge = await judgeServer(latency);
   try {
-    for (const [workers, concurrency] of quick ? [[2, 4]] : [[1, 8], [2, 8], [4, 8]]) {
+    for (const [workers, concurrency] of quick
+      ? [[2, 4]]
+      : [
+          [1, 8],
+          [2, 8],
+          [4, 8],
+        ]) {
       const n = workers * concurrency * 4;
       log(`latency: L = ${latency} ms, ${workers} worker(s) × C = ${concurrency}, N = ${n}…`);
       const location = await confirmedStore(n, schemaUrl(server));

@@ -70,7 +70,8 @@ function refuseUnknownOptions(tokens: readonly string[], specs: OptionSpecs): vo
         const next = tokens[i + 1];
         // A negative number is a value (and refused as such by the option's own check), never a flag.
         if (next === undefined || (next.startsWith('-') && next !== '-' && !NEGATIVE_NUMBER.test(next))) {
-          if (next !== undefined && optionToken(next) && !Object.hasOwn(specs, optionToken(next)!.name)) throw new UsageError(`unknown option: --${optionToken(next)!.name}`);
+          if (next !== undefined && optionToken(next) && !Object.hasOwn(specs, optionToken(next)!.name))
+            throw new UsageError(`unknown option: --${optionToken(next)!.name}`);
           throw new UsageError(`--${option.name} needs a value`);
         }
         i++;
@@ -140,6 +141,7 @@ export function splitCommand(argv: readonly string[]): { command?: string; rest:
 export function positiveInteger(value: unknown, name: string, usage?: string): number | undefined {
   if (value === undefined) return undefined;
   const text = String(value);
-  if (!/^[0-9]+$/.test(text) || Number(text) < 1) throw new UsageError(`--${name} must be a whole number of 1 or more, got "${text}"`, usage ? `usage: ${usage}` : undefined);
+  if (!/^[0-9]+$/.test(text) || Number(text) < 1)
+    throw new UsageError(`--${name} must be a whole number of 1 or more, got "${text}"`, usage ? `usage: ${usage}` : undefined);
   return Number(text);
 }

@@ -143,7 +143,13 @@ export const BUILT_INS: CommandSpec[] = [
     summary: 'record a JSON array of verdicts produced elsewhere',
     options: {
       verdicts: { type: 'string', placeholder: 'FILE|-', description: 'the verdicts, a JSON array (format below); - reads stdin', default: 'required' },
-      stage: { type: 'string', placeholder: 'NAME', description: 'the judge stage (needed only when several take the proposal\'s status)', default: 'the one that takes it', allowed: judgeStageNames },
+      stage: {
+        type: 'string',
+        placeholder: 'NAME',
+        description: "the judge stage (needed only when several take the proposal's status)",
+        default: 'the one that takes it',
+        allowed: judgeStageNames,
+      },
     },
     positionals: [1, 1],
     positionalNames: ['<id>'],
@@ -156,7 +162,15 @@ export const BUILT_INS: CommandSpec[] = [
     name: 'promote',
     usage: 'pipeline promote <id> [--stage NAME]',
     summary: 'write the terminal record of a judged proposal',
-    options: { stage: { type: 'string', placeholder: 'NAME', description: 'the promote stage (needed only when several take the proposal\'s status)', default: 'the one that takes it', allowed: promoteStageNames } },
+    options: {
+      stage: {
+        type: 'string',
+        placeholder: 'NAME',
+        description: "the promote stage (needed only when several take the proposal's status)",
+        default: 'the one that takes it',
+        allowed: promoteStageNames,
+      },
+    },
     positionals: [1, 1],
     positionalNames: ['<id>'],
     arguments: [ID_ARGUMENT],
@@ -192,7 +206,12 @@ export const BUILT_INS: CommandSpec[] = [
     usage: 'pipeline store copy --from STORE --to STORE',
     summary: 'copy a whole store between backends (a directory or postgres://…); the destination must be empty',
     options: {
-      from: { type: 'string', placeholder: 'STORE', description: 'the store to copy: a directory, or postgres://user@host:port/db?schema=NAME', default: 'required' },
+      from: {
+        type: 'string',
+        placeholder: 'STORE',
+        description: 'the store to copy: a directory, or postgres://user@host:port/db?schema=NAME',
+        default: 'required',
+      },
       to: { type: 'string', placeholder: 'STORE', description: 'an empty store (a directory that does not exist yet is created)', default: 'required' },
     },
     positionals: [1, 1],

@@ -83,7 +83,13 @@ export class Context {
     for (const warning of pipeline.warnings) this.out.issue(warning);
     const store = openStore(pipeline, this.storeLocation(pipeline));
     this.stores.push(store);
-    this.engineCache = new Engine({ pipeline, store, env: this.io.env, ...(this.injected.clock ? { clock: this.injected.clock } : {}), ...(this.injected.ids ? { ids: this.injected.ids } : {}) });
+    this.engineCache = new Engine({
+      pipeline,
+      store,
+      env: this.io.env,
+      ...(this.injected.clock ? { clock: this.injected.clock } : {}),
+      ...(this.injected.ids ? { ids: this.injected.ids } : {}),
+    });
     return this.engineCache;
   }
 }

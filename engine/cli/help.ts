@@ -19,7 +19,6 @@ import { BUILT_INS } from './commands.js';
 import type { Io } from './io.js';
 import { globalValue, specFor } from './review-commands.js';
 
-
 export function versionText(): string {
   const pkg = JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string };
   return `pipeline ${pkg.version}`;
@@ -107,7 +106,12 @@ export function renderCommandHelp(spec: CommandSpec, config: HelpConfig): string
     lines.push(...table(options.map(([name, option]) => [optionLabel(name, option), optionText(option, pipeline)] as const)));
     if (options.some(([, option]) => option.type === 'boolean')) lines.push('  (flags are off unless given)');
   }
-  lines.push('', `global options: ${Object.entries(GLOBAL_OPTIONS).map(([name, option]) => optionLabel(name, option)).join(', ')} (see \`pipeline help\`)`);
+  lines.push(
+    '',
+    `global options: ${Object.entries(GLOBAL_OPTIONS)
+      .map(([name, option]) => optionLabel(name, option))
+      .join(', ')} (see \`pipeline help\`)`,
+  );
   const details = spec.details?.(pipeline) ?? [];
   if (details.length) lines.push('', ...details.map((line) => (line.startsWith(' ') ? line : wrapHanging(line, WIDTH, 0))));
   const example = resolve(spec.example, pipeline);

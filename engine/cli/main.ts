@@ -63,7 +63,8 @@ async function dispatch(argv: string[], io: Io, injected: Injected): Promise<num
       return EXIT.ok;
     }
     const [min, max] = spec.positionals;
-    if (parsed.positionals.length < min) throw new UsageError(`${spec.name}: missing ${spec.positionalNames?.[parsed.positionals.length] ?? 'argument'}`, `usage: ${spec.usage}`);
+    if (parsed.positionals.length < min)
+      throw new UsageError(`${spec.name}: missing ${spec.positionalNames?.[parsed.positionals.length] ?? 'argument'}`, `usage: ${spec.usage}`);
     if (parsed.positionals.length > max) throw new UsageError(`${spec.name}: unexpected argument "${parsed.positionals[max]}"`, `usage: ${spec.usage}`);
     const context = new Context(
       io,

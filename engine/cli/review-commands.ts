@@ -30,7 +30,8 @@ export function reviewUsage(command: ReviewCommand): string {
     const text = `${optionName(arg)} ${values}`;
     parts.push(required.has(arg) ? text : `[${text}]`);
   }
-  if (command.def.positional) parts.push(required.has(command.def.positional) ? command.def.positional.toUpperCase() : `[${command.def.positional.toUpperCase()}]`);
+  if (command.def.positional)
+    parts.push(required.has(command.def.positional) ? command.def.positional.toUpperCase() : `[${command.def.positional.toUpperCase()}]`);
   return parts.join(' ');
 }
 

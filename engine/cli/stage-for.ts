@@ -20,12 +20,23 @@ export function stageFor<K extends StageDef['kind']>(
   const ofKind = pipeline.stages.filter((stage): stage is Extract<StageDef, { kind: K }> => stage.kind === kind);
   if (named !== undefined) {
     const stage = ofKind.find((candidate) => candidate.name === named);
-    if (!stage) throw new UsageError(`unknown ${kind} stage "${named}" (expected ${listWords(ofKind.map((candidate) => candidate.name)) || `none: this pipeline has no ${kind} stage`})`, `usage: ${usage}`);
+    if (!stage)
+      throw new UsageError(
+        `unknown ${kind} stage "${named}" (expected ${listWords(ofKind.map((candidate) => candidate.name)) || `none: this pipeline has no ${kind} stage`})`,
+        `usage: ${usage}`,
+      );
     return stage;
   }
   if (ofKind.length === 0) throw new PipelineError('no_stage', `this pipeline has no ${kind} stage`, { exitCode: EXIT.refused });
   const taking = ofKind.filter((stage) => takes(stage, status));
-  if (taking.length > 1) throw new UsageError(`${taking.length} ${kind} stages take ${status} proposals (${listWords(taking.map((stage) => stage.name), 'and')}): name one with --stage`, `usage: ${usage}`);
+  if (taking.length > 1)
+    throw new UsageError(
+      `${taking.length} ${kind} stages take ${status} proposals (${listWords(
+        taking.map((stage) => stage.name),
+        'and',
+      )}): name one with --stage`,
+      `usage: ${usage}`,
+    );
   // None takes it: the first answers; its refusal names the status and what the stages take.
   return taking[0] ?? ofKind[0]!;
 }

@@ -67,7 +67,9 @@ export function createAjv(options: { standalone?: boolean; validateSchema?: bool
     },
     code(cxt: KeywordCxt) {
       const { data, schema } = cxt as unknown as { data: Name; schema: string };
-      cxt.fail(_`((d, p) => { const seen = new Set(); for (const i of d) { const v = i && typeof i == "object" ? i[p] : undefined; if (v === undefined) continue; if (seen.has(v)) return true; seen.add(v); } return false; })(${data}, ${schema})`);
+      cxt.fail(
+        _`((d, p) => { const seen = new Set(); for (const i of d) { const v = i && typeof i == "object" ? i[p] : undefined; if (v === undefined) continue; if (seen.has(v)) return true; seen.add(v); } return false; })(${data}, ${schema})`,
+      );
     },
   });
 

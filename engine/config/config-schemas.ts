@@ -37,7 +37,10 @@ export async function engineBuildId(): Promise<string | undefined> {
   if (buildIdCache !== undefined) return buildIdCache ?? undefined;
   try {
     const generated = (await import('./validators.generated.js')) as unknown as Record<string, unknown>;
-    buildIdCache = generated['schemaHash'] === hashSchemaTexts(readConfigSchemaTexts()) && typeof generated['buildId'] === 'string' ? (generated['buildId'] as string) : null;
+    buildIdCache =
+      generated['schemaHash'] === hashSchemaTexts(readConfigSchemaTexts()) && typeof generated['buildId'] === 'string'
+        ? (generated['buildId'] as string)
+        : null;
   } catch {
     buildIdCache = null;
   }

@@ -14,7 +14,23 @@ import type { SchemaRegistry } from './schema-registry.js';
 import { issueAt, type SourceFile } from './source.js';
 import type { JudgeStageDef, MachineDef, PipelineDef, PromoteStageDef, ReviewStageDef, Rubric, StageDef, TransformStageDef } from './types.js';
 
-export const BUILT_IN_COMMANDS = ['validate', 'status', 'list', 'show', 'propose', 'run', 'judge', 'promote', 'rescore', 'viz', 'init', 'help', 'version', 'store', 'pool'];
+export const BUILT_IN_COMMANDS = [
+  'validate',
+  'status',
+  'list',
+  'show',
+  'propose',
+  'run',
+  'judge',
+  'promote',
+  'rescore',
+  'viz',
+  'init',
+  'help',
+  'version',
+  'store',
+  'pool',
+];
 /** Audit events the engine records itself. */
 export const ENGINE_EVENTS = ['create', 'promote'];
 /** A store collection's name, as the machine schema spells `move`. */
@@ -41,7 +57,13 @@ class Collector {
   }
   unknown(source: SourceFile | undefined, path: (string | number)[], what: string, name: string, known: Iterable<string>, where: string): void {
     const names = [...known];
-    this.error(source, path, `config.unknown_${what.replace(/ /g, '_')}`, `unknown ${what} "${name}"`, didYouMean(name, names) ?? (names.length ? `${where}: ${names.join(', ')}` : `no ${what}s are declared ${where.replace(/^declared /, '')}`));
+    this.error(
+      source,
+      path,
+      `config.unknown_${what.replace(/ /g, '_')}`,
+      `unknown ${what} "${name}"`,
+      didYouMean(name, names) ?? (names.length ? `${where}: ${names.join(', ')}` : `no ${what}s are declared ${where.replace(/^declared /, '')}`),
+    );
   }
   expressions(source: SourceFile | undefined, path: (string | number)[], expr: unknown, rules: ExprRules): void {
     for (const problem of checkExpression(expr, rules)) this.error(source, [...path, ...problem.path], 'config.expression', problem.message, problem.hint);
@@ -61,7 +83,13 @@ export function crossCheck(context: Context): Issue[] {
 function checkPipeline({ def, schemas, sources }: Context, out: Collector): void {
   const main = sources.pipeline;
   for (const [name, file] of Object.entries(def.ledgers ?? {})) {
-    if (name === 'events' || file === 'events.jsonl') out.error(main, ['ledgers', name], 'config.reserved_ledger', `"${name === 'events' ? name : file}" is the audit log's name; choose another ledger name and file`);
+    if (name === 'events' || file === 'events.jsonl')
+      out.error(
+        main,
+        ['ledgers', name],
+        'config.reserved_ledger',
+        `"${name === 'events' ? name : file}" is the audit log's name; choose another ledger name and file`,
+      );
   }
   if (!schemas.has(def.proposal.schema)) out.unknown(main, ['proposal', 'schema'], 'schema', def.proposal.schema, schemas.names(), 'declared under schemas:');
   const secrets = Object.keys(def.secrets ?? {});
@@ -80,7 +108,9 @@ function checkPipeline({ def, schemas, sources }: Context, out: Collector): void
     if (provider.kind === 'map') {
       const rules: ExprRules = { allow: ['$field', '$value', '$template', '$match', '$pairs', '$keys', '$first', '$lookup', '$count'], secrets };
       out.expressions(main, ['providers', name, 'output'], provider['output'], rules);
-      ((provider['refuse'] as { unless: unknown }[]) ?? []).forEach((refusal, index) => out.expressions(main, ['providers', name, 'refuse', index, 'unless'], refusal.unless, rules));
+      ((provider['refuse'] as { unless: unknown }[]) ?? []).forEach((refusal, index) =>
+        out.expressions(main, ['providers', name, 'refuse', index, 'unless'], refusal.unless, rules),
+      );
     }
   }
 }
@@ -133,7 +163,8 @@ function checkMachine({ def, machine, schemas, sources }: Context, out: Collecto
 
   for (const [from, state] of Object.entries(machine.states)) {
     for (const [event, raw] of Object.entries(state.on ?? {})) {
-      if (ENGINE_EVENTS.includes(event)) out.error(src, ['states', from, 'on', event], 'config.reserved_event', `"${event}" is recorded by the engine itself and cannot be a machine event`);
+      if (ENGINE_EVENTS.includes(event))
+        out.error(src, ['states', from, 'on', event], 'config.reserved_event', `"${event}" is recorded by the engine itself and cannot be a machine event`);
       normalizeTransitions(from, event, raw).forEach((transition, index) => {
         const at = transitionPath(machine, from, event, index);
         if (transition.target !== undefined && !states.includes(transition.target)) {
@@ -141,12 +172,29 @@ function checkMachine({ def, machine, schemas, sources }: Context, out: Collecto
         }
         const rawDef = typeof raw === 'string' ? undefined : Array.isArray(raw) ? raw[index] : raw;
         transition.guards.forEach((name, position) => {
-          if (!guards.includes(name)) out.unknown(src, typeof rawDef?.guard === 'string' ? [...at, 'guard'] : [...at, 'guard', position], 'guard', name, guards, 'declared under guards:');
+          if (!guards.includes(name))
+            out.unknown(
+              src,
+              typeof rawDef?.guard === 'string' ? [...at, 'guard'] : [...at, 'guard', position],
+              'guard',
+              name,
+              guards,
+              'declared under guards:',
+            );
         });
         transition.effects.forEach((name, position) => {
-          if (!effects.includes(name)) out.unknown(src, typeof rawDef?.actions === 'string' ? [...at, 'actions'] : [...at, 'actions', position], 'effect', name, effects, 'declared under effects:');
+          if (!effects.includes(name))
+            out.unknown(
+              src,
+              typeof rawDef?.actions === 'string' ? [...at, 'actions'] : [...at, 'actions', position],
+              'effect',
+              name,
+              effects,
+              'declared under effects:',
+            );
         });
-        if (transition.ensures !== undefined && !schemas.has(transition.ensures)) out.unknown(src, [...at, 'ensures'], 'schema', transition.ensures, schemas.names(), 'declared in pipeline.yaml under schemas:');
+        if (transition.ensures !== undefined && !schemas.has(transition.ensures))
+          out.unknown(src, [...at, 'ensures'], 'schema', transition.ensures, schemas.names(), 'declared in pipeline.yaml under schemas:');
         if (transition.idempotent && transition.target !== undefined && transition.target !== from) {
           out.error(src, [...at, 'idempotent'], 'config.idempotent_target', 'an idempotent repeat stays in its state: remove its target');
         }
@@ -164,19 +212,33 @@ function checkMachine({ def, machine, schemas, sources }: Context, out: Collecto
       if (op.append !== undefined) {
         if (!ledgers.includes(op.append)) out.unknown(src, [...at, 'append'], 'ledger', op.append, ledgers, 'declared in pipeline.yaml under ledgers:');
         out.expressions(src, [...at, 'row'], op.row, { allow: ['$field', '$arg', '$now', '$value', '$template', '$count', '$lookup'] });
-        if (op.key !== undefined && !Object.prototype.hasOwnProperty.call(op.row, op.key)) out.error(src, [...at, 'key'], 'config.row_key', `key "${op.key}" is not a field of the row`);
+        if (op.key !== undefined && !Object.hasOwn(op.row, op.key))
+          out.error(src, [...at, 'key'], 'config.row_key', `key "${op.key}" is not a field of the row`);
       }
       if (op.set !== undefined) out.expressions(src, [...at, 'to'], op.to, { allow: ['$field', '$arg', '$now', '$value', '$template', '$count', '$lookup'] });
       // The schema types `to` once for set (any value) and move alike; a move's `to` is a collection like its `move`.
       if (op.move !== undefined && (typeof op.to !== 'string' || !COLLECTION.test(op.to))) {
-        out.error(src, [...at, 'to'], 'config.collection', `a move's to names a collection (lower-case letters, digits, _ or -), got ${typeof op.to === 'string' ? `"${op.to}"` : JSON.stringify(op.to) ?? String(op.to)}`, `e.g. { move: ${op.move}, to: archived }`);
+        out.error(
+          src,
+          [...at, 'to'],
+          'config.collection',
+          `a move's to names a collection (lower-case letters, digits, _ or -), got ${typeof op.to === 'string' ? `"${op.to}"` : (JSON.stringify(op.to) ?? String(op.to))}`,
+          `e.g. { move: ${op.move}, to: archived }`,
+        );
       }
     });
   }
 
   const reachable = reachableStates(machine);
   for (const state of states) {
-    if (!reachable.has(state)) out.error(src, ['states', state], 'config.unreachable', `state "${state}" cannot be reached from the initial state "${machine.initial}"`, 'add a transition that targets it, or remove it');
+    if (!reachable.has(state))
+      out.error(
+        src,
+        ['states', state],
+        'config.unreachable',
+        `state "${state}" cannot be reached from the initial state "${machine.initial}"`,
+        'add a transition that targets it, or remove it',
+      );
   }
 }
 
@@ -184,7 +246,14 @@ function checkStages(context: Context, out: Collector): void {
   const { sources } = context;
   const seen = new Map<string, number>();
   context.stages.forEach((stage, index) => {
-    if (seen.has(stage.name)) out.error(sources.pipeline, ['stages', index], 'config.duplicate_stage', `two stages are named "${stage.name}"`, 'give one of them a different name: key');
+    if (seen.has(stage.name))
+      out.error(
+        sources.pipeline,
+        ['stages', index],
+        'config.duplicate_stage',
+        `two stages are named "${stage.name}"`,
+        'give one of them a different name: key',
+      );
     seen.set(stage.name, index);
     const src = sources.stages.get(stage.name);
     switch (stage.kind) {
@@ -200,7 +269,14 @@ function checkStages(context: Context, out: Collector): void {
   });
 }
 
-function checkProvider(context: Context, src: SourceFile | undefined, path: (string | number)[], name: string, role: 'transform' | 'judge', out: Collector): void {
+function checkProvider(
+  context: Context,
+  src: SourceFile | undefined,
+  path: (string | number)[],
+  name: string,
+  role: 'transform' | 'judge',
+  out: Collector,
+): void {
   const providers = context.def.providers ?? {};
   const provider = providers[name];
   if (!provider) {
@@ -208,15 +284,24 @@ function checkProvider(context: Context, src: SourceFile | undefined, path: (str
     return;
   }
   const wrong = role === 'transform' ? provider.kind === 'checks' : provider.kind === 'map';
-  if (wrong) out.error(src, path, 'config.provider_kind', `provider "${name}" is a ${provider.kind} provider, which cannot ${role === 'transform' ? 'transform records' : 'judge'}`, role === 'transform' ? 'use a map, command, openai or anthropic provider' : 'use a checks, command, openai or anthropic provider');
+  if (wrong)
+    out.error(
+      src,
+      path,
+      'config.provider_kind',
+      `provider "${name}" is a ${provider.kind} provider, which cannot ${role === 'transform' ? 'transform records' : 'judge'}`,
+      role === 'transform' ? 'use a map, command, openai or anthropic provider' : 'use a checks, command, openai or anthropic provider',
+    );
 }
 
 function checkTransform(context: Context, stage: TransformStageDef, src: SourceFile | undefined, out: Collector): void {
   checkProvider(context, src, ['provider'], stage.provider, 'transform', out);
   const ledgers = Object.keys(context.def.ledgers ?? {});
-  if (!ledgers.includes(stage.declines.ledger)) out.unknown(src, ['declines', 'ledger'], 'ledger', stage.declines.ledger, ledgers, 'declared in pipeline.yaml under ledgers:');
+  if (!ledgers.includes(stage.declines.ledger))
+    out.unknown(src, ['declines', 'ledger'], 'ledger', stage.declines.ledger, ledgers, 'declared in pipeline.yaml under ledgers:');
   if (stage.pregate) checkPatterns(out, src, ['pregate', 'patterns'], stage.pregate.patterns);
-  for (const [field, expr] of Object.entries(stage.stitch ?? {})) out.expressions(src, ['stitch', field], expr, { allow: ['$field', '$value', '$template', '$first'] });
+  for (const [field, expr] of Object.entries(stage.stitch ?? {}))
+    out.expressions(src, ['stitch', field], expr, { allow: ['$field', '$value', '$template', '$first'] });
 }
 
 function checkReview(context: Context, stage: ReviewStageDef, src: SourceFile | undefined, out: Collector): void {
@@ -227,19 +312,28 @@ function checkReview(context: Context, stage: ReviewStageDef, src: SourceFile | 
   if (stage.from !== undefined && !states.includes(stage.from)) out.unknown(src, ['from'], 'state', stage.from, states, 'states');
   for (const [name, command] of Object.entries(stage.commands)) {
     const at = ['commands', name];
-    if (BUILT_IN_COMMANDS.includes(name)) out.error(src, at, 'config.command_clash', `review command "${name}" clashes with the built-in command of that name`, `built-in commands: ${BUILT_IN_COMMANDS.join(', ')}`);
+    if (BUILT_IN_COMMANDS.includes(name))
+      out.error(
+        src,
+        at,
+        'config.command_clash',
+        `review command "${name}" clashes with the built-in command of that name`,
+        `built-in commands: ${BUILT_IN_COMMANDS.join(', ')}`,
+      );
     if (!events.includes(command.event)) out.unknown(src, [...at, 'event'], 'event', command.event, events, 'events of the machine');
     (command.preconditions ?? []).forEach((guard, index) => {
       if (!guards.includes(guard)) out.unknown(src, [...at, 'preconditions', index], 'guard', guard, guards, 'guards of the machine');
     });
     const args = Object.keys(command.args ?? {});
-    if (command.positional !== undefined && !args.includes(command.positional)) out.unknown(src, [...at, 'positional'], 'argument', command.positional, args, 'arguments of this command');
+    if (command.positional !== undefined && !args.includes(command.positional))
+      out.unknown(src, [...at, 'positional'], 'argument', command.positional, args, 'arguments of this command');
     (command.required ?? []).forEach((arg, index) => {
       if (!args.includes(arg)) out.unknown(src, [...at, 'required', index], 'argument', arg, args, 'arguments of this command');
     });
   }
   for (const [index, choice] of (stage.walk?.choices ?? []).entries()) {
-    if (choice.command !== 'quit' && !(choice.command in stage.commands)) out.unknown(src, ['walk', 'choices', index, 'command'], 'command', choice.command, [...Object.keys(stage.commands), 'quit'], 'commands of this stage');
+    if (choice.command !== 'quit' && !(choice.command in stage.commands))
+      out.unknown(src, ['walk', 'choices', index, 'command'], 'command', choice.command, [...Object.keys(stage.commands), 'quit'], 'commands of this stage');
   }
 }
 
@@ -252,10 +346,17 @@ function checkJudge(context: Context, stage: JudgeStageDef, src: SourceFile | un
     const event = stage.events[outcome];
     if (!transitions.some((t) => t.from === stage.from && t.event === event && t.target !== undefined)) {
       const accepted = transitions.filter((t) => t.from === stage.from && t.target !== undefined).map((t) => t.event);
-      out.error(src, ['events', outcome], 'config.unknown_event', `state "${stage.from}" has no "${event}" transition`, didYouMean(event, accepted) ?? `its events: ${listWords([...new Set(accepted)], 'and')}`);
+      out.error(
+        src,
+        ['events', outcome],
+        'config.unknown_event',
+        `state "${stage.from}" has no "${event}" transition`,
+        didYouMean(event, accepted) ?? `its events: ${listWords([...new Set(accepted)], 'and')}`,
+      );
     }
   }
-  if (stage.revalidate !== undefined && !schemas.has(stage.revalidate)) out.unknown(src, ['revalidate'], 'schema', stage.revalidate, schemas.names(), 'declared in pipeline.yaml under schemas:');
+  if (stage.revalidate !== undefined && !schemas.has(stage.revalidate))
+    out.unknown(src, ['revalidate'], 'schema', stage.revalidate, schemas.names(), 'declared in pipeline.yaml under schemas:');
   const types = Object.keys(stage.judges);
   for (const [value, target] of Object.entries(stage.rubric.map)) {
     if (typeof target !== 'string') continue;
@@ -266,7 +367,14 @@ function checkJudge(context: Context, stage: JudgeStageDef, src: SourceFile | un
     }
     const rubricSource = context.sources.rubrics.get(rubric.id);
     rubric.judge_types.forEach((type, index) => {
-      if (!types.includes(type)) out.error(rubricSource, ['judge_types', index], 'config.unmapped_judge', `judge type "${type}" has no provider in ${stage.file}`, `map it under judges: in ${stage.file}`);
+      if (!types.includes(type))
+        out.error(
+          rubricSource,
+          ['judge_types', index],
+          'config.unmapped_judge',
+          `judge type "${type}" has no provider in ${stage.file}`,
+          `map it under judges: in ${stage.file}`,
+        );
     });
   }
   for (const [type, provider] of Object.entries(stage.judges)) checkProvider(context, src, ['judges', type], provider, 'judge', out);
@@ -275,8 +383,17 @@ function checkJudge(context: Context, stage: JudgeStageDef, src: SourceFile | un
   }
   if (stage.then !== undefined) {
     const then = context.stages.find((candidate) => candidate.name === stage.then);
-    if (!then) out.unknown(src, ['then'], 'stage', stage.then, context.stages.map((s) => s.name), 'stages');
-    else if (then.kind !== 'promote') out.error(src, ['then'], 'config.then_kind', `stage "${stage.then}" is a ${then.kind} stage; then: names a promote stage`);
+    if (!then)
+      out.unknown(
+        src,
+        ['then'],
+        'stage',
+        stage.then,
+        context.stages.map((s) => s.name),
+        'stages',
+      );
+    else if (then.kind !== 'promote')
+      out.error(src, ['then'], 'config.then_kind', `stage "${stage.then}" is a ${then.kind} stage; then: names a promote stage`);
   }
 }
 
@@ -288,22 +405,33 @@ function checkPromote(context: Context, stage: PromoteStageDef, src: SourceFile 
   for (const [status, outcome] of Object.entries(stage.outcomes)) {
     const at = ['outcomes', status];
     if (!states.includes(status)) out.unknown(src, at, 'state', status, states, 'states');
-    if (outcome.append !== undefined && !ledgers.includes(outcome.append)) out.unknown(src, [...at, 'append'], 'ledger', outcome.append, ledgers, 'declared in pipeline.yaml under ledgers:');
+    if (outcome.append !== undefined && !ledgers.includes(outcome.append))
+      out.unknown(src, [...at, 'append'], 'ledger', outcome.append, ledgers, 'declared in pipeline.yaml under ledgers:');
     if (outcome.entry) out.expressions(src, [...at, 'entry'], outcome.entry, rules);
     if (outcome.row) {
       out.expressions(src, [...at, 'row'], outcome.row, rules);
-      if (outcome.key !== undefined && !Object.prototype.hasOwnProperty.call(outcome.row, outcome.key)) out.error(src, [...at, 'key'], 'config.row_key', `key "${outcome.key}" is not a field of the row`);
+      if (outcome.key !== undefined && !Object.hasOwn(outcome.row, outcome.key))
+        out.error(src, [...at, 'key'], 'config.row_key', `key "${outcome.key}" is not a field of the row`);
     }
-    if (outcome.write !== undefined && ['proposals', 'cache'].includes(outcome.write)) out.error(src, [...at, 'write'], 'config.collection', `"${outcome.write}" is reserved by the store`);
+    if (outcome.write !== undefined && ['proposals', 'cache'].includes(outcome.write))
+      out.error(src, [...at, 'write'], 'config.collection', `"${outcome.write}" is reserved by the store`);
   }
 }
 
 function checkRubrics({ rubrics, sources, stages }: Context, out: Collector): void {
-  const used = new Set(stages.flatMap((stage) => (stage.kind === 'judge' ? Object.values(stage.rubric.map).filter((value): value is string => typeof value === 'string') : [])));
+  const used = new Set(
+    stages.flatMap((stage) => (stage.kind === 'judge' ? Object.values(stage.rubric.map).filter((value): value is string => typeof value === 'string') : [])),
+  );
   for (const rubric of rubrics.values()) {
     const src = sources.rubrics.get(rubric.id);
     if (rubric.gate_policy === 'unanimous' && rubric.judge_types.length <= 2) {
-      out.warn(src, ['gate_policy'], 'config.policy_indistinct', `unanimous on a panel of ${rubric.judge_types.length} cannot differ from majority`, 'the two policies only disagree from three judges up');
+      out.warn(
+        src,
+        ['gate_policy'],
+        'config.policy_indistinct',
+        `unanimous on a panel of ${rubric.judge_types.length} cannot differ from majority`,
+        'the two policies only disagree from three judges up',
+      );
     }
     if (!used.has(rubric.id)) out.warn(src, ['id'], 'config.rubric_unused', `rubric "${rubric.id}" is not used by any judge stage`);
   }

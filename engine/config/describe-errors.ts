@@ -33,7 +33,15 @@ function typeName(value: unknown): string {
 }
 
 function article(type: string): string {
-  const names: Record<string, string> = { object: 'a map', array: 'a list', string: 'a string', number: 'a number', integer: 'an integer', boolean: 'true or false', null: 'null' };
+  const names: Record<string, string> = {
+    object: 'a map',
+    array: 'a list',
+    string: 'a string',
+    number: 'a number',
+    integer: 'an integer',
+    boolean: 'true or false',
+    null: 'null',
+  };
   return names[type] ?? type;
 }
 
@@ -58,14 +66,18 @@ function reduceBranches(errors: ErrorObject[]): ErrorObject[] {
   for (const combinator of ordered) {
     if (!kept.includes(combinator)) continue;
     const base = combinator.schemaPath;
-    const inside = kept.filter((error) => error !== combinator && error.schemaPath.startsWith(`${base}/`) && error.instancePath.startsWith(combinator.instancePath));
+    const inside = kept.filter(
+      (error) => error !== combinator && error.schemaPath.startsWith(`${base}/`) && error.instancePath.startsWith(combinator.instancePath),
+    );
     const branches = new Map<string, ErrorObject[]>();
     for (const error of inside) {
       const branch = error.schemaPath.slice(base.length + 1).split('/')[0]!;
       branches.set(branch, [...(branches.get(branch) ?? []), error]);
     }
     // A branch whose own root rejects the data's type (or its const/required shape) does not fit.
-    const fitting = [...branches.entries()].filter(([, list]) => !list.some((error) => error.instancePath === combinator.instancePath && (error.keyword === 'type' || error.keyword === 'const')));
+    const fitting = [...branches.entries()].filter(
+      ([, list]) => !list.some((error) => error.instancePath === combinator.instancePath && (error.keyword === 'type' || error.keyword === 'const')),
+    );
     if (fitting.length === 1 && combinator.keyword === 'anyOf') {
       kept = kept.filter((error) => error !== combinator && !(inside.includes(error) && !fitting[0]![1].includes(error)));
     } else {
@@ -106,7 +118,13 @@ function describe(error: ErrorObject, show: ShowValue): Finding | undefined {
       const extra = String(params['additionalProperty']);
       const allowed = Object.keys((parent?.['properties'] as Record<string, unknown> | undefined) ?? {});
       const hint = didYouMean(extra, allowed) ?? (allowed.length ? `allowed keys: ${allowed.join(', ')}` : undefined);
-      return { path: [...path, extra], code: 'schema.unknown_key', message: `unknown key "${extra}"${path.length ? ` in ${key}` : ''}`, prefer: 'key', ...(hint ? { hint } : {}) };
+      return {
+        path: [...path, extra],
+        code: 'schema.unknown_key',
+        message: `unknown key "${extra}"${path.length ? ` in ${key}` : ''}`,
+        prefer: 'key',
+        ...(hint ? { hint } : {}),
+      };
     }
     case 'enum': {
       const allowed = ((error.schema as unknown[]) ?? []).map(String);
@@ -136,7 +154,10 @@ function describe(error: ErrorObject, show: ShowValue): Finding | undefined {
     case 'exclusiveMaximum': {
       const min = parent?.['minimum'];
       const max = parent?.['maximum'];
-      const range = typeof min === 'number' && typeof max === 'number' ? `between ${min} and ${max}` : `${error.keyword.replace('exclusiveM', 'm').replace('minimum', 'at least').replace('maximum', 'at most')} ${String(error.schema)}`;
+      const range =
+        typeof min === 'number' && typeof max === 'number'
+          ? `between ${min} and ${max}`
+          : `${error.keyword.replace('exclusiveM', 'm').replace('minimum', 'at least').replace('maximum', 'at most')} ${String(error.schema)}`;
       return { path, code: 'schema.range', message: `${key} must be ${range}, got ${show(path, value)}`, prefer: 'value' };
     }
     case 'minItems':
@@ -146,13 +167,21 @@ function describe(error: ErrorObject, show: ShowValue): Finding | undefined {
       return {
         path,
         code: 'schema.empty',
-        message: Number(error.schema) === 1 ? `${key} must not be empty` : `${key} must have at least ${String(error.schema)} ${error.keyword === 'minLength' ? 'characters' : 'entries'}`,
+        message:
+          Number(error.schema) === 1
+            ? `${key} must not be empty`
+            : `${key} must have at least ${String(error.schema)} ${error.keyword === 'minLength' ? 'characters' : 'entries'}`,
         prefer: 'value',
       };
     case 'maxItems':
     case 'maxLength':
     case 'maxProperties':
-      return { path, code: 'schema.too_long', message: `${key} must have at most ${String(error.schema)} ${error.keyword === 'maxLength' ? 'characters' : 'entries'}`, prefer: 'value' };
+      return {
+        path,
+        code: 'schema.too_long',
+        message: `${key} must have at most ${String(error.schema)} ${error.keyword === 'maxLength' ? 'characters' : 'entries'}`,
+        prefer: 'value',
+      };
     case 'pattern':
     case 'format':
       return {
@@ -185,7 +214,10 @@ function describe(error: ErrorObject, show: ShowValue): Finding | undefined {
       return {
         path: [...path, ...keysPath, unknown[0] ?? ''],
         code: 'schema.not_listed',
-        message: `${keysPath[keysPath.length - 1]} names ${listWords(unknown.map((name) => `"${name}"`), 'and')}, which ${unknown.length === 1 ? 'is' : 'are'} not in ${String(params['in'])} (${listWords(((params['allowed'] as string[]) ?? []).map(String), 'and') || 'empty'})`,
+        message: `${keysPath[keysPath.length - 1]} names ${listWords(
+          unknown.map((name) => `"${name}"`),
+          'and',
+        )}, which ${unknown.length === 1 ? 'is' : 'are'} not in ${String(params['in'])} (${listWords(((params['allowed'] as string[]) ?? []).map(String), 'and') || 'empty'})`,
         prefer: 'key',
       };
     }

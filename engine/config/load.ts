@@ -13,7 +13,7 @@ import { readCachedConfig, writeCachedConfig } from './cache.js';
 import { configValidators, engineBuildId, type ConfigValidators } from './config-schemas.js';
 import { crossCheck } from './cross-check.js';
 import { checkUsable, keyVariablesInUse, unusedProviderTolerance } from './usable.js';
-import { type Env } from './interpolate.js';
+import type { Env } from './interpolate.js';
 import { PIPELINE_FILE, readConfigTexts, type ConfigTexts } from './read.js';
 import { issueAt, type SourceFile } from './source.js';
 import { SchemaRegistry } from './schema-registry.js';
@@ -72,7 +72,8 @@ function registerSchemas(registry: SchemaRegistry, def: PipelineDef, texts: Conf
     const relative = path.normalize(file);
     const text = texts.get(relative);
     if (typeof text !== 'string') {
-      if (sources.pipeline) issues.push(issueAt(sources.pipeline, ['schemas', name], 'config.unreadable', `cannot read schema ${relative}: ${text?.error ?? 'file not found'}`));
+      if (sources.pipeline)
+        issues.push(issueAt(sources.pipeline, ['schemas', name], 'config.unreadable', `cannot read schema ${relative}: ${text?.error ?? 'file not found'}`));
       continue;
     }
     sources.schemas.set(name, relative);
@@ -94,7 +95,14 @@ function registerSchemas(registry: SchemaRegistry, def: PipelineDef, texts: Conf
       registry.addNamed(name, id, withId);
       out.push({ name, id, file: relative, schema: withId });
     } catch (error) {
-      issues.push({ code: 'config.schema_invalid', severity: 'error', file: relative, line: 1, col: 1, message: `invalid JSON Schema: ${(error as Error).message}` });
+      issues.push({
+        code: 'config.schema_invalid',
+        severity: 'error',
+        file: relative,
+        line: 1,
+        col: 1,
+        message: `invalid JSON Schema: ${(error as Error).message}`,
+      });
     }
   }
   return out;
@@ -180,7 +188,13 @@ export interface BuildOptions {
   full?: boolean;
 }
 
-export function buildPipeline(dir: string, texts: ConfigTexts, env: Env, validators: ConfigValidators, options: BuildOptions = {}): { pipeline?: Pipeline; config?: ValidConfig; issues: Issue[] } {
+export function buildPipeline(
+  dir: string,
+  texts: ConfigTexts,
+  env: Env,
+  validators: ConfigValidators,
+  options: BuildOptions = {},
+): { pipeline?: Pipeline; config?: ValidConfig; issues: Issue[] } {
   const issues: Issue[] = [];
   const sources: Sources = { stages: new Map(), rubrics: new Map(), schemas: new Map() };
 
@@ -215,7 +229,14 @@ export function buildPipeline(dir: string, texts: ConfigTexts, env: Env, validat
     issues.push(...relocateUnreadable(checked, main.source, ['rubrics', String(index)]));
     if (checked.source && checked.data && typeof checked.data.id === 'string') {
       if (rubrics.has(checked.data.id)) {
-        issues.push(issueAt(checked.source, ['id'], 'config.duplicate_rubric', `rubric id "${checked.data.id}" is already used by ${sources.rubrics.get(checked.data.id)?.file ?? 'another rubric'}`));
+        issues.push(
+          issueAt(
+            checked.source,
+            ['id'],
+            'config.duplicate_rubric',
+            `rubric id "${checked.data.id}" is already used by ${sources.rubrics.get(checked.data.id)?.file ?? 'another rubric'}`,
+          ),
+        );
       } else {
         rubrics.set(checked.data.id, withRubricDefaults(checked.data));
         sources.rubrics.set(checked.data.id, checked.source);
@@ -240,12 +261,24 @@ export function buildPipeline(dir: string, texts: ConfigTexts, env: Env, validat
     for (const failure of registry.compileAll()) {
       const message = `invalid JSON Schema: ${failure.message}`;
       if (failure.place) issues.push(issueAt(failure.place.source, failure.place.path, 'config.schema_invalid', message));
-      else issues.push({ code: 'config.schema_invalid', severity: 'error', file: sources.schemas.get(failure.key.replace(/^schema:/, '')) ?? PIPELINE_FILE, message });
+      else
+        issues.push({
+          code: 'config.schema_invalid',
+          severity: 'error',
+          file: sources.schemas.get(failure.key.replace(/^schema:/, '')) ?? PIPELINE_FILE,
+          message,
+        });
     }
     if (issues.length) return { issues: [...issues, ...warnings] };
   }
 
-  const files = [PIPELINE_FILE, machineFile, ...stages.map((stage) => stage.file), ...[...sources.rubrics.values()].map((source) => source.file), ...sources.schemas.values()];
+  const files = [
+    PIPELINE_FILE,
+    machineFile,
+    ...stages.map((stage) => stage.file),
+    ...[...sources.rubrics.values()].map((source) => source.file),
+    ...sources.schemas.values(),
+  ];
   const keys = keyVariablesInUse(def, stages);
   const config: ValidConfig = { def, machine: machineDef, stages, rubrics: [...rubrics.values()], schemas: named, warnings, files, keys };
   return { pipeline: assemblePipeline(dir, config, registry), config, issues: warnings };

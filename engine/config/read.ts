@@ -12,7 +12,9 @@ export function findPipelineDir(cwd: string, dir?: string): string {
   if (dir !== undefined) {
     const resolved = path.resolve(cwd, dir);
     if (!existsSync(path.join(resolved, PIPELINE_FILE))) {
-      throw new PipelineError('config.not_found', `no ${PIPELINE_FILE} in ${resolved}`, { hint: 'pass the directory that holds pipeline.yaml, or run `pipeline init DIR` to create one' });
+      throw new PipelineError('config.not_found', `no ${PIPELINE_FILE} in ${resolved}`, {
+        hint: 'pass the directory that holds pipeline.yaml, or run `pipeline init DIR` to create one',
+      });
     }
     return resolved;
   }

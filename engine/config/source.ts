@@ -39,7 +39,12 @@ export function parseSource(file: string, text: string): { source: SourceFile; i
     } catch (error) {
       // An alias to no anchor, or an alias bomb: yaml throws while building the data.
       let at = { line: 1, col: 1 };
-      visit(doc, { Alias: (_key, node) => { if (node.range) at = lines.linePos(node.range[0]); return visit.BREAK; } });
+      visit(doc, {
+        Alias: (_key, node) => {
+          if (node.range) at = lines.linePos(node.range[0]);
+          return visit.BREAK;
+        },
+      });
       issues.push({ code: 'config.yaml_alias', severity: 'error', file, line: at.line, col: at.col, message: (error as Error).message });
     }
   }

@@ -22,7 +22,14 @@ import type {
   TransformStageFile,
 } from './schema-types.generated.js';
 
-export type { Check, Duration, Operation, ReviewCommand as CommandDef, StateConfig as StateDef, TransitionConfig as TransitionDef } from './schema-types.generated.js';
+export type {
+  Check,
+  Duration,
+  Operation,
+  ReviewCommand as CommandDef,
+  StateConfig as StateDef,
+  TransitionConfig as TransitionDef,
+} from './schema-types.generated.js';
 
 /** pipeline.yaml as written (validated). */
 export type PipelineDef = PipelineFile;

@@ -134,7 +134,10 @@ function checkPanel(def: PipelineDef, stage: JudgeStageDef, rubric: Rubric): Pan
   });
   if (seats.length === 0 || seats.some((seat) => seat.can === undefined)) return []; // a model can score anything
   const union = new Set(seats.flatMap((seat) => [...seat.can!]));
-  const who = listWords(seats.map((seat) => `${seat.seat} → ${seat.provider}`), 'and');
+  const who = listWords(
+    seats.map((seat) => `${seat.seat} → ${seat.provider}`),
+    'and',
+  );
   const panel = `${who} (${stage.file}) score only ${listWords([...union].sort(), 'and') || 'nothing'}`;
   const forever = `every proposal judged under ${rubric.id} would be left unjudged`;
   const out: PanelIssue[] = [];

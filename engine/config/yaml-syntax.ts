@@ -46,7 +46,10 @@ function splitLines(text: string): Line[] {
 function hasInlineValue(line: string): boolean {
   const match = KEY.exec(line);
   if (!match) return false;
-  const rest = line.slice(match[0].length).replace(/\s+#.*$/, '').trim();
+  const rest = line
+    .slice(match[0].length)
+    .replace(/\s+#.*$/, '')
+    .trim();
   return rest !== '' && !/^[|>][-+0-9]*$/.test(rest) && !/^[&!]\S*$/.test(rest);
 }
 

@@ -31,7 +31,13 @@ export function checkExpression(expr: unknown, rules: ExprRules = {}, path: stri
   const operator = operatorOf(expr);
   if (!operator) {
     const hint = didYouMean(dollars[0]!, OPERATORS);
-    return [{ path: [...path, dollars[0]!], message: `unknown expression operator "${dollars[0]}"`, ...(hint ? { hint } : { hint: `operators: ${OPERATORS.join(', ')}` }) }];
+    return [
+      {
+        path: [...path, dollars[0]!],
+        message: `unknown expression operator "${dollars[0]}"`,
+        ...(hint ? { hint } : { hint: `operators: ${OPERATORS.join(', ')}` }),
+      },
+    ];
   }
   if (rules.allow && !rules.allow.includes(operator)) {
     return [{ path: [...path, operator], message: `${operator} cannot be used here`, hint: `allowed here: ${rules.allow.join(', ')}` }];
@@ -39,7 +45,11 @@ export function checkExpression(expr: unknown, rules: ExprRules = {}, path: stri
   for (const key of Object.keys(expr)) {
     if (key === operator) continue;
     if (!OPERATOR_OPTIONS[operator].includes(key)) {
-      problems.push({ path: [...path, key], message: `${operator} does not take "${key}"`, ...(OPERATOR_OPTIONS[operator].length ? { hint: `it takes: ${OPERATOR_OPTIONS[operator].join(', ')}` } : {}) });
+      problems.push({
+        path: [...path, key],
+        message: `${operator} does not take "${key}"`,
+        ...(OPERATOR_OPTIONS[operator].length ? { hint: `it takes: ${OPERATOR_OPTIONS[operator].join(', ')}` } : {}),
+      });
     }
   }
   const argument = expr[operator];
@@ -52,10 +62,18 @@ export function checkExpression(expr: unknown, rules: ExprRules = {}, path: stri
     if (typeof expr['message'] !== 'string') problems.push({ path, message: '$hmac needs a message template' });
     if (rules.secrets && typeof argument === 'string' && !rules.secrets.includes(argument)) {
       const hint = didYouMean(argument, rules.secrets);
-      problems.push({ path: [...path, operator], message: `unknown secret "${argument}"`, ...(hint ? { hint } : { hint: 'declare it under secrets: in pipeline.yaml' }) });
+      problems.push({
+        path: [...path, operator],
+        message: `unknown secret "${argument}"`,
+        ...(hint ? { hint } : { hint: 'declare it under secrets: in pipeline.yaml' }),
+      });
     }
   }
-  for (const [option, key] of [['pattern', '$match'], ['line', '$pairs'], ['item', '$pairs']] as const) {
+  for (const [option, key] of [
+    ['pattern', '$match'],
+    ['line', '$pairs'],
+    ['item', '$pairs'],
+  ] as const) {
     if (operator !== key) continue;
     const pattern = expr[option];
     if (typeof pattern !== 'string') {

@@ -114,7 +114,7 @@ function evaluateNode(node: unknown, context: ExprContext, missing: string[]): u
     case '$lookup': {
       const key = getPath(context.root, String(argument));
       const map = isObject(node['map']) ? node['map'] : {};
-      if (key !== undefined && Object.prototype.hasOwnProperty.call(map, String(key))) return copyOf(map[String(key)], context);
+      if (key !== undefined && Object.hasOwn(map, String(key))) return copyOf(map[String(key)], context);
       if ('default' in node) return copyOf(node['default'], context);
       missing.push(String(argument));
       return undefined;

@@ -145,7 +145,12 @@ export function replayPanel(rubric: Rubric, judges: readonly unknown[], names: O
   const decision = decideJury(rubric, clean);
   if (!decision.ok) return { outcome: 'unjudged', reason: decision.reason, aggregate: null, failed: null };
   const { verdict } = decision;
-  return { outcome: verdict.passed ? names.pass : names.fail, reason: verdict.reason, aggregate: verdict.aggregate_score, failed: verdict.failed_criterion ?? null };
+  return {
+    outcome: verdict.passed ? names.pass : names.fail,
+    reason: verdict.reason,
+    aggregate: verdict.aggregate_score,
+    failed: verdict.failed_criterion ?? null,
+  };
 }
 
 /** Replay every recorded panel of `rubric.id` under `rubric`; stays are counted, flips listed. */

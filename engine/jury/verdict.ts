@@ -67,13 +67,19 @@ export function checkVerdict(raw: unknown, rubric: Rubric, options: { seat?: str
   if (rawScores === null || typeof rawScores !== 'object' || Array.isArray(rawScores)) return { ok: false, reason: `${name}: criterion_scores is not a map` };
   const criterionScores: Record<string, number> = {};
   for (const criterion of rubric.criteria) {
-    if (!Object.prototype.hasOwnProperty.call(rawScores, criterion.name)) continue;
+    if (!Object.hasOwn(rawScores, criterion.name)) continue;
     const value = (rawScores as Record<string, unknown>)[criterion.name];
     if (!isScore(value)) return { ok: false, reason: `${name}: the ${criterion.name} score is not a number` };
     if (!inRange(value)) return { ok: false, reason: `${name}: the ${criterion.name} score ${value} is outside [0, 1]` };
     criterionScores[criterion.name] = value;
   }
-  const clean: Verdict = { judge_type: judgeType, score: verdict['score'], passed: verdict['passed'], criterion_scores: criterionScores, usage: options.usage ?? normalizeUsage(verdict['usage']) };
+  const clean: Verdict = {
+    judge_type: judgeType,
+    score: verdict['score'],
+    passed: verdict['passed'],
+    criterion_scores: criterionScores,
+    usage: options.usage ?? normalizeUsage(verdict['usage']),
+  };
   if (typeof verdict['feedback_summary'] === 'string') clean.feedback_summary = verdict['feedback_summary'].slice(0, MAX_FEEDBACK_CHARS);
   if (isScore(verdict['confidence']) && inRange(verdict['confidence'])) clean.confidence = verdict['confidence'];
   // Key order of the stored verdict: the declared order, usage last.

@@ -88,7 +88,12 @@ export function guardPasses(lifecycle: Lifecycle, name: string, proposal: unknow
 }
 
 /** The first guard (in declaration order) that fails, for the refusal message. */
-export function firstFailingGuard(lifecycle: Lifecycle, candidates: readonly Transition[], proposal: unknown, args: Record<string, unknown>): string | undefined {
+export function firstFailingGuard(
+  lifecycle: Lifecycle,
+  candidates: readonly Transition[],
+  proposal: unknown,
+  args: Record<string, unknown>,
+): string | undefined {
   for (const candidate of candidates) {
     for (const name of candidate.guards) if (!guardPasses(lifecycle, name, proposal, args)) return name;
   }
@@ -134,7 +139,12 @@ export function decide(lifecycle: Lifecycle, input: DecideInput): Decision {
   if (taken.ensures) {
     const problems = input.ensure(taken.ensures, effects.proposal);
     if (problems.length) {
-      return { kind: 'refused', code: 'ensures', message: `${input.label} (${status}): the result of ${event} fails the ${taken.ensures} schema`, details: problems };
+      return {
+        kind: 'refused',
+        code: 'ensures',
+        message: `${input.label} (${status}): the result of ${event} fails the ${taken.ensures} schema`,
+        details: problems,
+      };
     }
   }
   return { kind: 'commit', transition: taken, from: status, to, event, proposal: effects.proposal, rows: effects.rows, moves: effects.moves };
@@ -180,7 +190,11 @@ function decideRepeat(lifecycle: Lifecycle, input: DecideInput, status: string, 
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.keys(value as object).sort().map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]));
+    return Object.fromEntries(
+      Object.keys(value as object)
+        .sort()
+        .map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]),
+    );
   }
   return value;
 }

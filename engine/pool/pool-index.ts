@@ -47,7 +47,10 @@ export interface IndexLoad {
 
 /** The cache keys of a pool: a change of what the rows are made of is a new index. */
 function keysOf(pool: Pick<PoolConfig, 'state' | 'fields'>): { base: string; delta: string } {
-  const digest = createHash('sha256').update(JSON.stringify({ v: FORMAT, state: pool.state, fields: pool.fields })).digest('hex').slice(0, 16);
+  const digest = createHash('sha256')
+    .update(JSON.stringify({ v: FORMAT, state: pool.state, fields: pool.fields }))
+    .digest('hex')
+    .slice(0, 16);
   return { base: `pool-index:${digest}:base`, delta: `pool-index:${digest}:delta` };
 }
 

@@ -151,7 +151,11 @@ export interface PrunePlan {
 /** The prune candidates (SPEC §5.8), from the index, each re-read so its numbers are current. */
 export async function planPrune(engine: Engine, pool: PoolConfig, options: { rebuild?: boolean } = {}): Promise<{ plan: PrunePlan; index: PoolIndex }> {
   const { index, malformed } = await PoolIndex.open(engine.store, pool, options);
-  const listed = pruneCandidates(index.rows((hits, misses) => hits + misses >= pool.prune.minOutcomes), pool.prune, pool.ranking.minOutcomes);
+  const listed = pruneCandidates(
+    index.rows((hits, misses) => hits + misses >= pool.prune.minOutcomes),
+    pool.prune,
+    pool.ranking.minOutcomes,
+  );
   const current: PoolRow[] = [];
   const proposals = new Map<string, Proposal>();
   for (const { row } of listed) {

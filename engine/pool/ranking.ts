@@ -58,7 +58,14 @@ export function recency(promoted: number, now: number, halfLifeDays: number): nu
 
 /** Normalize `--stack A,B`: trimmed, lower-cased, without empties or duplicates. */
 export function parseStacks(text: string): string[] {
-  return [...new Set(text.split(',').map((name) => name.trim().toLowerCase()).filter((name) => name !== ''))];
+  return [
+    ...new Set(
+      text
+        .split(',')
+        .map((name) => name.trim().toLowerCase())
+        .filter((name) => name !== ''),
+    ),
+  ];
 }
 
 /** A matcher of file-pattern lists against one path, compiling and answering each distinct glob once. */

@@ -43,7 +43,11 @@ export function createAnthropicProvider(name: string, def: AnthropicProviderConf
       const key = resolveApiKey(settings, keyVariable);
       if (!key) return { ok: false, outage: `${label}: environment variable ${keyVariable} is not set` };
       const headers = { 'x-api-key': key, 'anthropic-version': ANTHROPIC_VERSION, 'content-type': 'application/json' };
-      const body: Record<string, unknown> = { model: def.model, max_tokens: def.max_tokens ?? DEFAULT_MAX_TOKENS, messages: [{ role: 'user', content: request.prompt }] };
+      const body: Record<string, unknown> = {
+        model: def.model,
+        max_tokens: def.max_tokens ?? DEFAULT_MAX_TOKENS,
+        messages: [{ role: 'user', content: request.prompt }],
+      };
       if (def.temperature !== undefined) body['temperature'] = def.temperature;
       return callJsonApi(label, { url, headers, body }, settings, parseMessage, request.signal, retry);
     },

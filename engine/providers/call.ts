@@ -50,7 +50,9 @@ export async function callProvider(cache: AnswerCache, provider: Provider, reque
     if (!result.ok) return { ok: false, kind: 'outage', reason: result.outage };
     if (result.text === undefined) return { ok: true, value: result.value, usage: result.usage, cached: false, keep: noop };
     const parsed = parse(result.text, maxBytes);
-    return parsed.ok ? { ok: true, value: parsed.value, usage: result.usage, cached: false, keep: noop } : { ok: false, kind: 'invalid', reason: parsed.reason };
+    return parsed.ok
+      ? { ok: true, value: parsed.value, usage: result.usage, cached: false, keep: noop }
+      : { ok: false, kind: 'invalid', reason: parsed.reason };
   }
   const key = cacheKey(provider, request.prompt, options.seat);
   if (options.useCache) {

@@ -195,7 +195,12 @@ export function createCommandProvider(name: string, def: CommandProviderConfig, 
       const env = childEnv(settings, def, request);
       const policy: RetryPolicy = { attempts: settings.attempts, retryAfterCapMs: settings.retryAfterCapMs, ...retry };
       const result = await withRetries(() => runOnce(label, parsed.argv, env, settings, request), policy, request.signal);
-      if (!result.ok) return { ok: false, outage: result.outage.startsWith(label) ? result.outage : `${label}: ${result.outage}`, ...(result.oversize ? { oversize: true } : {}) };
+      if (!result.ok)
+        return {
+          ok: false,
+          outage: result.outage.startsWith(label) ? result.outage : `${label}: ${result.outage}`,
+          ...(result.oversize ? { oversize: true } : {}),
+        };
       // An empty answer is "no answer" (SPEC §5.5: untouched, retried next run), never an invalid one.
       if (!result.value.trim()) return { ok: false, outage: `${label}: answered nothing` };
       return { ok: true, text: result.value, usage: { ...UNKNOWN_USAGE } };

@@ -59,7 +59,11 @@ function post(url: URL, headers: Record<string, string>, body: string, abort: Ab
     }
     const data = Buffer.from(body, 'utf8');
     const secure = url.protocol === 'https:';
-    const request = (secure ? https : http).request(url, { method: 'POST', agent: secure ? agents.https : agents.http, headers: { ...headers, 'content-length': String(data.length) } });
+    const request = (secure ? https : http).request(url, {
+      method: 'POST',
+      agent: secure ? agents.https : agents.http,
+      headers: { ...headers, 'content-length': String(data.length) },
+    });
     const onAbort = () => request.destroy(new Error('aborted'));
     abort.addEventListener('abort', onAbort, { once: true });
     const settle = () => abort.removeEventListener('abort', onAbort);
@@ -130,7 +134,10 @@ export function errorDetail(text: string): string {
     const json = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
     const message = typeof json.error === 'string' ? json.error : (json.error?.message ?? json.message);
     if (typeof message === 'string' && message.trim()) {
-      const line = message.replace(/\s+/g, ' ').trim().slice(0, ERROR_DETAIL_CHARS * 4);
+      const line = message
+        .replace(/\s+/g, ' ')
+        .trim()
+        .slice(0, ERROR_DETAIL_CHARS * 4);
       return `: ${maskSecrets(line).slice(0, ERROR_DETAIL_CHARS)}`;
     }
   } catch {
@@ -178,7 +185,13 @@ function connectionReason(error: unknown): string {
 
 const hasHeader = (headers: Record<string, string>, name: string) => Object.keys(headers).some((key) => key.toLowerCase() === name);
 
-async function attemptOnce(label: string, request: JsonRequest, settings: ModelSettings, parse: ParseAnswer, signal?: AbortSignal): Promise<CallAttempt<{ text: string; usage: Usage }>> {
+async function attemptOnce(
+  label: string,
+  request: JsonRequest,
+  settings: ModelSettings,
+  parse: ParseAnswer,
+  signal?: AbortSignal,
+): Promise<CallAttempt<{ text: string; usage: Usage }>> {
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(), settings.timeoutMs);
   const combined = signal ? AbortSignal.any([timeout.signal, signal]) : timeout.signal;
@@ -227,12 +240,20 @@ export function labelled(label: string, outage: string): string {
  * POST `request` with retries (transient failures only) and turn the answer into a result: an
  * outage for any failure, an over-large answer or an empty one. Never throws for these.
  */
-export async function callJsonApi(label: string, request: JsonRequest, settings: ModelSettings, parse: ParseAnswer, signal?: AbortSignal, retry: Partial<RetryPolicy> = {}): Promise<ProviderResult> {
+export async function callJsonApi(
+  label: string,
+  request: JsonRequest,
+  settings: ModelSettings,
+  parse: ParseAnswer,
+  signal?: AbortSignal,
+  retry: Partial<RetryPolicy> = {},
+): Promise<ProviderResult> {
   const policy: RetryPolicy = { attempts: settings.attempts, retryAfterCapMs: settings.retryAfterCapMs, ...retry };
   const result = await withRetries(() => attemptOnce(label, request, settings, parse, signal), policy, signal);
   if (!result.ok) return { ok: false, outage: labelled(label, result.outage), ...(result.oversize ? { oversize: true } : {}) };
   const { text, usage } = result.value;
-  if (Buffer.byteLength(text, 'utf8') > settings.maxAnswerBytes) return { ok: false, outage: `${label}: answer over ${settings.maxAnswerBytes} bytes`, oversize: true };
+  if (Buffer.byteLength(text, 'utf8') > settings.maxAnswerBytes)
+    return { ok: false, outage: `${label}: answer over ${settings.maxAnswerBytes} bytes`, oversize: true };
   // An empty answer is "no answer" (SPEC §5.5: untouched, retried next run), never an invalid one.
   if (!text.trim()) return { ok: false, outage: `${label}: answered nothing` };
   return { ok: true, text, usage };

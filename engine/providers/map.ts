@@ -21,7 +21,8 @@ export function createMapProvider(name: string, def: MapProviderConfig, now: () 
     async call(request: ProviderRequest): Promise<ProviderResult> {
       const record = request.input['record'];
       for (const refusal of def.refuse ?? []) {
-        if (empty(evaluate(refusal.unless, { root: record, now: now() }).value)) return { ok: true, value: { eligible: false, reason: refusal.reason }, usage: UNKNOWN_USAGE };
+        if (empty(evaluate(refusal.unless, { root: record, now: now() }).value))
+          return { ok: true, value: { eligible: false, reason: refusal.reason }, usage: UNKNOWN_USAGE };
       }
       return { ok: true, value: evaluate(def.output, { root: record, now: now() }).value, usage: UNKNOWN_USAGE };
     },

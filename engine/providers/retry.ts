@@ -51,7 +51,11 @@ export function backoffDelay(attempt: number, policy: RetryPolicy): number {
   return Math.round((policy.random ?? Math.random)() * ceiling);
 }
 
-export async function withRetries<T>(run: (attempt: number) => Promise<CallAttempt<T>>, policy: RetryPolicy, signal?: AbortSignal): Promise<{ ok: true; value: T } | { ok: false; outage: string; oversize?: boolean }> {
+export async function withRetries<T>(
+  run: (attempt: number) => Promise<CallAttempt<T>>,
+  policy: RetryPolicy,
+  signal?: AbortSignal,
+): Promise<{ ok: true; value: T } | { ok: false; outage: string; oversize?: boolean }> {
   const sleep = policy.sleep ?? abortableSleep;
   let last = 'no attempt was made';
   for (let attempt = 1; attempt <= Math.max(1, policy.attempts); attempt++) {

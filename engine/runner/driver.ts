@@ -101,10 +101,14 @@ async function confirmSpend(plan: BatchPlan, noun: string, options: RunOptions):
   if (plan.paidCalls === 0 || options.yes) return true;
   for (const line of planLines(plan, noun)) options.note(line);
   if (!options.interactive) {
-    throw new PipelineError('run.unconfirmed', `${plan.stage}: this batch makes ${plan.paidCalls} paid model call${plan.paidCalls === 1 ? '' : 's'}; nothing was done`, {
-      exitCode: EXIT.refused,
-      hint: 'pass --yes to go ahead without a question (there is no terminal to ask on), or --dry-run to see the plan',
-    });
+    throw new PipelineError(
+      'run.unconfirmed',
+      `${plan.stage}: this batch makes ${plan.paidCalls} paid model call${plan.paidCalls === 1 ? '' : 's'}; nothing was done`,
+      {
+        exitCode: EXIT.refused,
+        hint: 'pass --yes to go ahead without a question (there is no terminal to ask on), or --dry-run to see the plan',
+      },
+    );
   }
   if (await options.ask(`spend ${plan.paidCalls} paid model call${plan.paidCalls === 1 ? '' : 's'}? [y/N] `)) return true;
   options.note('cancelled: nothing was called and nothing was written');
@@ -139,7 +143,8 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
   const summary = emptySummary(stage.name, kind.outcomes(), kind.retryLabel);
   const selection = await kind.select(options);
   for (const [outcome, n] of Object.entries(selection.counted ?? {})) summary.counts[outcome] = (summary.counts[outcome] ?? 0) + n;
-  if (kind.mustPlan(options) && !(await confirmSpend(await kind.plan(await unitsOf(engine, selection, options.limit), options), kind.noun, options))) return summary;
+  if (kind.mustPlan(options) && !(await confirmSpend(await kind.plan(await unitsOf(engine, selection, options.limit), options), kind.noun, options)))
+    return summary;
   await engine.store.recover({ sweep: true });
 
   const ttl = options.claimTtlMs ?? engine.pipeline.defaults.claimTtl * 1000;
@@ -157,9 +162,12 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
   // Leases are renewed while work runs, three times per lease time (so a renewal that is late or
   // lost still lands before expiry, whatever the lease time); one the store says is lost is not
   // committed (fencing).
-  const renewal = setInterval(() => {
-    if (active.size) void engine.store.renew([...active.values()], ttl).catch(() => undefined);
-  }, Math.max(50, Math.floor(ttl / 3)));
+  const renewal = setInterval(
+    () => {
+      if (active.size) void engine.store.renew([...active.values()], ttl).catch(() => undefined);
+    },
+    Math.max(50, Math.floor(ttl / 3)),
+  );
   renewal.unref();
 
   const process = async (unit: T, lease: Lease) => {
@@ -170,7 +178,12 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
       else record(summary, lease.key, worked, options);
       if (finish) record(summary, lease.key, await finishing(finish), options);
     } catch (error) {
-      record(summary, lease.key, { outcome: 'refused', refused: true, note: `${lease.key}: ${error instanceof Error ? error.message : String(error)} — left as it was` }, options);
+      record(
+        summary,
+        lease.key,
+        { outcome: 'refused', refused: true, note: `${lease.key}: ${error instanceof Error ? error.message : String(error)} — left as it was` },
+        options,
+      );
     } finally {
       active.delete(lease.key);
       await engine.store.release([lease]).catch(() => undefined);

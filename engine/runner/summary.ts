@@ -64,7 +64,9 @@ export function summaryLines(summary: Summary, unjudgedLabel = summary.retryLabe
     if (rows.length) lines.push(`  ${outcome.replace(/_/g, ' ')}:`, ...[...rows].sort().map((row) => `    ${row}`));
   }
   if (summary.then) {
-    const counts = Object.entries(summary.then.counts).sort(([a], [b]) => a.localeCompare(b)).map(([outcome, n]) => `${n} ${outcome.replace(/_/g, ' ')}`);
+    const counts = Object.entries(summary.then.counts)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([outcome, n]) => `${n} ${outcome.replace(/_/g, ' ')}`);
     if (counts.length) lines.push(`  then ${summary.then.stage}: ${counts.join(', ')}`);
   }
   if (summary.unjudged.length) lines.push(`  ${unjudgedLabel} (left as they are; run again to retry): ${summary.unjudged.join(', ')}`);
@@ -72,7 +74,9 @@ export function summaryLines(summary: Summary, unjudgedLabel = summary.retryLabe
   const { tokens_in, tokens_out } = summary.tokens;
   if (tokens_in !== null || tokens_out !== null || summary.callsWithoutUsage) {
     const known = tokens_in !== null || tokens_out !== null ? `${tokens_in ?? 'unknown'} in, ${tokens_out ?? 'unknown'} out` : 'not reported';
-    lines.push(`  tokens: ${known}${summary.callsWithoutUsage ? ` (${summary.callsWithoutUsage} call${summary.callsWithoutUsage === 1 ? '' : 's'} reported no usage)` : ''}`);
+    lines.push(
+      `  tokens: ${known}${summary.callsWithoutUsage ? ` (${summary.callsWithoutUsage} call${summary.callsWithoutUsage === 1 ? '' : 's'} reported no usage)` : ''}`,
+    );
   }
   return lines;
 }

@@ -10,7 +10,9 @@ import type { JudgeStageDef, PromoteStageDef } from '../config/types.js';
 export function judgeStagesInto(pipeline: Pipeline, status: string): JudgeStageDef[] {
   return pipeline.stages.filter((stage): stage is JudgeStageDef => {
     if (stage.kind !== 'judge') return false;
-    return pipeline.lifecycle.transitions.some((t) => t.from === stage.from && t.target === status && (t.event === stage.events.pass || t.event === stage.events.fail));
+    return pipeline.lifecycle.transitions.some(
+      (t) => t.from === stage.from && t.target === status && (t.event === stage.events.pass || t.event === stage.events.fail),
+    );
   });
 }
 
@@ -24,4 +26,3 @@ export function thenStage(pipeline: Pipeline, stage: JudgeStageDef): PromoteStag
   const then = stage.then === undefined ? undefined : pipeline.stages.find((candidate) => candidate.name === stage.then);
   return then?.kind === 'promote' ? then : undefined;
 }
-

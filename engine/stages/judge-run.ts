@@ -17,7 +17,9 @@ import { tidyNumber } from '../util/numbers.js';
 import { malformedFileNote } from '../outcome.js';
 
 export function judgeRun(engine: Engine, stage: JudgeStageDef, providers: ProviderSource): StageRun<string> {
-  const targets = engine.pipeline.lifecycle.transitions.filter((t) => t.from === stage.from && (t.event === stage.events.pass || t.event === stage.events.fail));
+  const targets = engine.pipeline.lifecycle.transitions.filter(
+    (t) => t.from === stage.from && (t.event === stage.events.pass || t.event === stage.events.fail),
+  );
   const outcomes = [...new Set(targets.map((t) => t.target!).filter(Boolean)), 'unjudged', 'refused'];
   const paid = Object.values(stage.judges).some((name) => providers.get(name).paid);
   const promoteStage = thenStage(engine.pipeline, stage);
@@ -48,7 +50,12 @@ export function judgeRun(engine: Engine, stage: JudgeStageDef, providers: Provid
       case 'unjudged':
         return { outcome: 'unjudged', retry: true, usage, note: `could not be judged: ${id}: ${outcome.reason}` };
       case 'refused':
-        return { outcome: 'refused', refused: true, usage, note: `refused: ${outcome.message}${outcome.details ? `\n${outcome.details.map((line) => `  - ${line}`).join('\n')}` : ''}` };
+        return {
+          outcome: 'refused',
+          refused: true,
+          usage,
+          note: `refused: ${outcome.message}${outcome.details ? `\n${outcome.details.map((line) => `  - ${line}`).join('\n')}` : ''}`,
+        };
       case 'unchanged':
         return { outcome: 'unchanged', usage };
     }

@@ -27,7 +27,10 @@ export function planFor(engine: Engine, stage: JudgeStageDef, stored: Stored): J
   const value = getPath(stored.proposal, stage.rubric.by);
   const entry = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? stage.rubric.map[String(value)] : undefined;
   if (entry === undefined) {
-    return { kind: 'refused', message: `${stored.id} (${String(stored.proposal['status'])}): ${stage.rubric.by} ${JSON.stringify(value ?? null)} has no rubric (expected ${listWords(Object.keys(stage.rubric.map))})` };
+    return {
+      kind: 'refused',
+      message: `${stored.id} (${String(stored.proposal['status'])}): ${stage.rubric.by} ${JSON.stringify(value ?? null)} has no rubric (expected ${listWords(Object.keys(stage.rubric.map))})`,
+    };
   }
   if (typeof entry !== 'string') return { kind: 'no_jury', reason: entry.none };
   const rubric = engine.pipeline.rubrics.get(entry);
@@ -44,7 +47,8 @@ export function checkJudgeable(engine: Engine, stage: JudgeStageDef, stored: Sto
   }
   if (stage.revalidate) {
     const findings = engine.pipeline.schemas.check(stage.revalidate, stored.proposal);
-    if (findings.length) return refused('schema_invalid', `${stored.id} (${status}) fails the ${stage.revalidate} schema; it was not judged`, formatFindings(findings), stored.id);
+    if (findings.length)
+      return refused('schema_invalid', `${stored.id} (${status}) fails the ${stage.revalidate} schema; it was not judged`, formatFindings(findings), stored.id);
   }
   return undefined;
 }
@@ -75,7 +79,14 @@ export interface CommitOptions {
 }
 
 /** Commit a decided verdict (or report the proposal unjudged), only if it is still as read. */
-export async function decideAndCommit(engine: Engine, stage: JudgeStageDef, stored: Stored, plan: JudgePlan, judges: Verdict[], options: CommitOptions): Promise<Omit<JudgeResult, 'spent'>> {
+export async function decideAndCommit(
+  engine: Engine,
+  stage: JudgeStageDef,
+  stored: Stored,
+  plan: JudgePlan,
+  judges: Verdict[],
+  options: CommitOptions,
+): Promise<Omit<JudgeResult, 'spent'>> {
   let verdict: JuryVerdict;
   if (plan.kind === 'refused') return { outcome: refused('no_rubric', plan.message, undefined, stored.id) };
   if (plan.kind === 'no_jury') verdict = noJuryVerdict(plan.reason);
@@ -85,12 +96,17 @@ export async function decideAndCommit(engine: Engine, stage: JudgeStageDef, stor
     verdict = decision.verdict;
   }
   const event = verdict.passed ? stage.events.pass : stage.events.fail;
-  const outcome = await engine.applyTo(stored, event, { [verdictField(stage)]: verdict }, {
-    stage: stage.name,
-    actor: options.actor,
-    ...(options.lease ? { lease: options.lease } : {}),
-    ...(options.then ? { extend: options.then.extend } : {}),
-  });
+  const outcome = await engine.applyTo(
+    stored,
+    event,
+    { [verdictField(stage)]: verdict },
+    {
+      stage: stage.name,
+      actor: options.actor,
+      ...(options.lease ? { lease: options.lease } : {}),
+      ...(options.then ? { extend: options.then.extend } : {}),
+    },
+  );
   if (outcome.kind === 'refused' && (outcome.code === 'changed' || outcome.code === 'lease')) {
     const reason = outcome.code === 'lease' ? "the run's lease on it expired while it was being judged" : 'the proposal changed while it was being judged';
     return { outcome: { kind: 'unjudged', id: stored.id, reason }, verdict };
@@ -108,7 +124,10 @@ export interface PanelOptions {
 function promptScope(engine: Engine, stage: JudgeStageDef, stored: Stored, rubric: Rubric, judgeType: string) {
   const payload = engine.pipeline.def.proposal.payload;
   const criteria = rubric.criteria
-    .map((criterion) => `- ${criterion.name} (weight ${criterion.weight}${criterion.min_pass !== undefined ? `, floor ${criterion.min_pass}` : ''})${stage.questions?.[criterion.name] ? `: ${stage.questions[criterion.name]}` : ''}`)
+    .map(
+      (criterion) =>
+        `- ${criterion.name} (weight ${criterion.weight}${criterion.min_pass !== undefined ? `, floor ${criterion.min_pass}` : ''})${stage.questions?.[criterion.name] ? `: ${stage.questions[criterion.name]}` : ''}`,
+    )
     .join('\n');
   return {
     ...stored.proposal,
@@ -132,7 +151,9 @@ export async function runPanel(
   stored: Stored,
   rubric: Rubric,
   options: PanelOptions,
-): Promise<{ ok: true; judges: Verdict[]; spent: Usage[]; keep: () => Promise<void> } | { ok: false; reason: string; spent: Usage[]; keep: () => Promise<void> }> {
+): Promise<
+  { ok: true; judges: Verdict[]; spent: Usage[]; keep: () => Promise<void> } | { ok: false; reason: string; spent: Usage[]; keep: () => Promise<void> }
+> {
   const spent: Usage[] = [];
   const keeps: (() => Promise<void>)[] = [];
   const keep = async () => {
@@ -144,13 +165,18 @@ export async function runPanel(
       // Rendered with closing tags neutralised: the proposal cannot close the delimiter around it.
       // A checks judge reads the proposal, never a prompt: rendering one per seat was pure cost.
       const prompt = provider?.kind === 'checks' ? '' : renderPrompt(stage.prompts?.[seat] ?? '', promptScope(engine, stage, stored, rubric, seat));
-      const result = await callProvider(engine.store.cache, provider, {
-        purpose: 'judge',
-        prompt,
-        input: { proposal: stored.proposal, rubric, criteria: rubric.criteria.map((criterion) => criterion.name), judge_type: seat },
-        env: { PIPELINE_STAGE: stage.name, PIPELINE_JUDGE_TYPE: seat, PIPELINE_PROPOSAL_ID: stored.id },
-        ...(options.signal ? { signal: options.signal } : {}),
-      }, { useCache: options.useCache, maxAnswerBytes: stage.max_answer_bytes, seat: `${position}` });
+      const result = await callProvider(
+        engine.store.cache,
+        provider,
+        {
+          purpose: 'judge',
+          prompt,
+          input: { proposal: stored.proposal, rubric, criteria: rubric.criteria.map((criterion) => criterion.name), judge_type: seat },
+          env: { PIPELINE_STAGE: stage.name, PIPELINE_JUDGE_TYPE: seat, PIPELINE_PROPOSAL_ID: stored.id },
+          ...(options.signal ? { signal: options.signal } : {}),
+        },
+        { useCache: options.useCache, maxAnswerBytes: stage.max_answer_bytes, seat: `${position}` },
+      );
       if (result.ok && !result.cached && !provider.deterministic) spent.push(result.usage);
       if (!result.ok) return { ok: false as const, reason: `the ${seat} judge gave no usable answer: ${result.reason}` };
       const checked = checkVerdict(result.value, rubric, { seat, usage: result.usage });
@@ -196,7 +222,13 @@ export async function judgeWithProviders(engine: Engine, stage: JudgeStageDef, s
  * Judge one proposal with verdicts produced elsewhere: a strict JSON array; anything else — not
  * an array, an element that is not an object, a verdict that fails validation — is unjudged.
  */
-export async function judgeWithVerdicts(engine: Engine, stage: JudgeStageDef, stored: Stored, input: { ok: true; value: unknown } | { ok: false; reason: string }, options: CommitOptions): Promise<JudgeResult> {
+export async function judgeWithVerdicts(
+  engine: Engine,
+  stage: JudgeStageDef,
+  stored: Stored,
+  input: { ok: true; value: unknown } | { ok: false; reason: string },
+  options: CommitOptions,
+): Promise<JudgeResult> {
   const early = checkJudgeable(engine, stage, stored);
   if (early) return { outcome: early, spent: [] };
   // The input's shape is checked whatever the rubric: bad input is never a decision, even for a

@@ -86,7 +86,8 @@ async function distrustBy(engine: Engine, judge: JudgeStageDef, id: string, prop
   const plan = planFor(engine, judge, { id, proposal, version: '' });
   if (plan.kind === 'refused') return plan.message;
   if (plan.kind === 'no_jury') {
-    if (verdict['rubric_id'] !== null || verdict['reason'] !== plan.reason || verdict['passed'] !== true) return `its ${field} is not the no-jury decision its ${judge.rubric.by} calls for`;
+    if (verdict['rubric_id'] !== null || verdict['reason'] !== plan.reason || verdict['passed'] !== true)
+      return `its ${field} is not the no-jury decision its ${judge.rubric.by} calls for`;
   } else {
     if (verdict['rubric_id'] !== plan.rubric.id) return `its ${field} was not decided under rubric ${plan.rubric.id}`;
     const judgesRaw = Array.isArray(verdict['judges']) ? verdict['judges'] : [];
@@ -110,7 +111,8 @@ async function distrustBy(engine: Engine, judge: JudgeStageDef, id: string, prop
 
 /** Does the audit log show the judge stage's transition into `status` as the last change of status? */
 async function judgedInHistory(engine: Engine, judge: JudgeStageDef, id: string, status: string): Promise<boolean> {
-  const judged = (row: { event: string; from: string | null; to: string }) => row.to === status && row.from === judge.from && (row.event === judge.events.pass || row.event === judge.events.fail);
+  const judged = (row: { event: string; from: string | null; to: string }) =>
+    row.to === status && row.from === judge.from && (row.event === judge.events.pass || row.event === judge.events.fail);
   const last = await engine.store.lastAudit(id);
   if (last === undefined) return false;
   if (judged(last)) return true;
@@ -124,11 +126,23 @@ async function judgedInHistory(engine: Engine, judge: JudgeStageDef, id: string,
  * Plan the promotion of a proposal as it is (or as a verdict just left it, `judgedNow`): the
  * entry or row, the stamp and the audit row — or the outcome when there is nothing to do.
  */
-export async function planPromotion(engine: Engine, stage: PromoteStageDef, id: string, proposal: Proposal, actor: Actor, options: { judgedNow?: boolean } = {}): Promise<PromotionPlan> {
+export async function planPromotion(
+  engine: Engine,
+  stage: PromoteStageDef,
+  id: string,
+  proposal: Proposal,
+  actor: Actor,
+  options: { judgedNow?: boolean } = {},
+): Promise<PromotionPlan> {
   const status = String(proposal['status']);
   const outcome = stage.outcomes[status];
   const warnings: string[] = [];
-  if (!outcome) return { ok: false, outcome: refused('status', `${id} is ${status}; only ${listWords(promotableStates(stage))} proposals are promoted`, undefined, id), warnings };
+  if (!outcome)
+    return {
+      ok: false,
+      outcome: refused('status', `${id} is ${status}; only ${listWords(promotableStates(stage))} proposals are promoted`, undefined, id),
+      warnings,
+    };
   if (hasPath(proposal, stage.stamp)) {
     const message = alreadyDone(stage, id, status);
     return { ok: false, outcome: { kind: 'unchanged', id, event: 'promote', status, proposal, message }, warnings };
@@ -138,7 +152,11 @@ export async function planPromotion(engine: Engine, stage: PromoteStageDef, id: 
   const placeholders = Object.fromEntries([...secretsUsed(expr)].map((name) => [name, '']));
   const needs = evaluate(expr, { root: proposal, now: '', secrets: placeholders, copy: false }).missing;
   if (needs.length) {
-    return { ok: false, outcome: refused('missing_fields', `${id} (${status}) was not promoted: it has no ${listWords([...new Set(needs)], 'and')}`, undefined, id), warnings };
+    return {
+      ok: false,
+      outcome: refused('missing_fields', `${id} (${status}) was not promoted: it has no ${listWords([...new Set(needs)], 'and')}`, undefined, id),
+      warnings,
+    };
   }
   // A verdict this process has just decided needs no second look; anything read from the store does.
   if (!options.judgedNow) {
@@ -155,7 +173,11 @@ export async function planPromotion(engine: Engine, stage: PromoteStageDef, id: 
   const now = engine.now();
   const { value, missing } = evaluate(expr, { root: proposal, now, secrets, copy: false });
   if (missing.length) {
-    return { ok: false, outcome: refused('missing_fields', `${id} (${status}) was not promoted: it has no ${listWords([...new Set(missing)], 'and')}`, undefined, id), warnings };
+    return {
+      ok: false,
+      outcome: refused('missing_fields', `${id} (${status}) was not promoted: it has no ${listWords([...new Set(missing)], 'and')}`, undefined, id),
+      warnings,
+    };
   }
   const next = structuredClone(proposal);
   setPath(next, stage.stamp, now);
@@ -192,7 +214,22 @@ export async function promote(engine: Engine, stage: PromoteStageDef, stored: St
       return { outcome: { kind: 'unchanged', id, event: 'promote', status, proposal: again.stored.proposal, message }, warnings };
     }
     const current = again.kind === 'found' ? String(again.stored.proposal['status']) : 'missing';
-    return { outcome: refused('changed', `${id} (now ${current}) changed while it was being promoted; nothing was written, run promote again`, undefined, id), warnings };
+    return {
+      outcome: refused('changed', `${id} (now ${current}) changed while it was being promoted; nothing was written, run promote again`, undefined, id),
+      warnings,
+    };
   }
-  return { outcome: { kind: 'committed', id, event: 'promote', from: status, to: status, proposal: promotion.next, version: committed.version, audit: [promotion.audit] }, warnings };
+  return {
+    outcome: {
+      kind: 'committed',
+      id,
+      event: 'promote',
+      from: status,
+      to: status,
+      proposal: promotion.next,
+      version: committed.version,
+      audit: [promotion.audit],
+    },
+    warnings,
+  };
 }

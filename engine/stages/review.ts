@@ -41,7 +41,8 @@ function describeArgFinding(command: ReviewCommand, finding: Finding, naming: 'o
   const allowed = Array.isArray(schema['enum']) ? ` (${listWords((schema['enum'] as unknown[]).map(String))})` : '';
   const name = naming === 'plain' ? arg.replace(/_/g, ' ') : command.def.positional === arg ? arg.toUpperCase() : optionName(arg);
   if (finding.code === 'schema.required') return `${name} is required${allowed}`;
-  if (finding.code === 'schema.enum') return `${name} must be one of ${listWords((schema['enum'] as unknown[]).map(String))}, got ${finding.message.match(/ ("[^"]*"|\S+) \(expected/)?.[1] ?? 'something else'}`;
+  if (finding.code === 'schema.enum')
+    return `${name} must be one of ${listWords((schema['enum'] as unknown[]).map(String))}, got ${finding.message.match(/ ("[^"]*"|\S+) \(expected/)?.[1] ?? 'something else'}`;
   const message = typeof schema['message'] === 'string' ? schema['message'] : finding.message;
   return `${name}: ${message}`;
 }

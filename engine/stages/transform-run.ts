@@ -20,7 +20,11 @@ export function transformRun(engine: Engine, stage: TransformStageDef, providers
     async select(options) {
       const dir = sourceDir(engine, stage, options.source, options.cwd);
       const { records, problems, unreadable } = readSources(dir, stage);
-      if (unreadable) throw new PipelineError('run.source', `${stage.name}: ${unreadable}`, { exitCode: EXIT.refused, hint: options.source ? 'check the --source directory' : `check source.dir in ${stage.file}` });
+      if (unreadable)
+        throw new PipelineError('run.source', `${stage.name}: ${unreadable}`, {
+          exitCode: EXIT.refused,
+          hint: options.source ? 'check the --source directory' : `check source.dir in ${stage.file}`,
+        });
       for (const problem of problems) options.note(`${stage.name}: ${problem}`);
       const counted = { already_handled: 0, skipped_by_pregate: 0 };
       const todo: SourceRecord[] = [];
@@ -38,7 +42,12 @@ export function transformRun(engine: Engine, stage: TransformStageDef, providers
       return singleCallPlan(stage.name, records.length, provider);
     },
     async work(record, _lease, options) {
-      const result = await transformOne(engine, stage, record, { providers, useCache: options.useCache, actor: 'run', ...(options.signal ? { signal: options.signal } : {}) });
+      const result = await transformOne(engine, stage, record, {
+        providers,
+        useCache: options.useCache,
+        actor: 'run',
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
       const usage = result.spent ? [result.spent] : [];
       switch (result.kind) {
         case 'proposed':

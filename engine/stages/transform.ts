@@ -102,7 +102,9 @@ export function readSources(dir: string, stage: TransformStageDef): { records: S
   const problems: string[] = [];
   let names: string[];
   try {
-    names = readdirSync(dir).filter((name) => name.endsWith('.json')).sort();
+    names = readdirSync(dir)
+      .filter((name) => name.endsWith('.json'))
+      .sort();
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === 'ENOENT' ? 'it does not exist' : code === 'ENOTDIR' ? 'it is not a directory' : (error as Error).message;
@@ -213,13 +215,18 @@ export async function transformOne(engine: Engine, stage: TransformStageDef, sou
   if (over) return decline(engine, stage, key, stage.declines.schema_invalid, capDetail('record', over, maxFieldBytes(stage)));
   if (!pregatePasses(stage, record)) return { kind: 'skipped', reason: 'pregate' };
   const provider = options.providers.get(stage.provider);
-  const called = await callProvider(engine.store.cache, provider, {
-    purpose: 'transform',
-    prompt: renderPrompt(stage.prompt ?? '', { record }),
-    input: { record },
-    env: { PIPELINE_STAGE: stage.name },
-    ...(options.signal ? { signal: options.signal } : {}),
-  }, { useCache: options.useCache, maxAnswerBytes: stage.max_answer_bytes });
+  const called = await callProvider(
+    engine.store.cache,
+    provider,
+    {
+      purpose: 'transform',
+      prompt: renderPrompt(stage.prompt ?? '', { record }),
+      input: { record },
+      env: { PIPELINE_STAGE: stage.name },
+      ...(options.signal ? { signal: options.signal } : {}),
+    },
+    { useCache: options.useCache, maxAnswerBytes: stage.max_answer_bytes },
+  );
   if (!called.ok) {
     if (called.kind === 'outage') return { kind: 'untouched', reason: called.reason };
     return decline(engine, stage, key, stage.declines.invalid, called.reason);
@@ -228,7 +235,13 @@ export async function transformOne(engine: Engine, stage: TransformStageDef, sou
   return { ...(await judgeAnswer(engine, stage, source, called, options)), ...spent };
 }
 
-async function judgeAnswer(engine: Engine, stage: TransformStageDef, source: SourceRecord, called: Extract<Called, { ok: true }>, options: TransformOptions): Promise<TransformResult> {
+async function judgeAnswer(
+  engine: Engine,
+  stage: TransformStageDef,
+  source: SourceRecord,
+  called: Extract<Called, { ok: true }>,
+  options: TransformOptions,
+): Promise<TransformResult> {
   const { key, record } = source;
   const answer = called.value;
   if (!isObject(answer)) return decline(engine, stage, key, stage.declines.invalid, 'the answer is not a JSON object');

@@ -50,7 +50,13 @@ export async function copyStore(from: Store, to: Store): Promise<{ copied: CopyC
 
 function normalize(counts: CopyCounts): CopyCounts {
   const sorted = (map: Record<string, number>) => Object.fromEntries(Object.entries(map).sort(([a], [b]) => (a < b ? -1 : 1)));
-  return { proposals: counts.proposals, audit: counts.audit, ledgers: sorted(counts.ledgers), entries: sorted(counts.entries), documents: sorted(counts.documents) };
+  return {
+    proposals: counts.proposals,
+    audit: counts.audit,
+    ledgers: sorted(counts.ledgers),
+    entries: sorted(counts.entries),
+    documents: sorted(counts.documents),
+  };
 }
 
 /** `1,234 proposals, 5,678 audit rows, declined 12, …` */

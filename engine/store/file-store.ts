@@ -514,12 +514,16 @@ export class FileStore implements Store {
           entries.push({ op: 'put', collection: write.collection, id: write.id, text: `${JSON.stringify(write.entry, null, 2)}\n` });
         } else {
           const source = this.entryFile(write.from, write.id);
-          if (!lstatSync(source, { throwIfNoEntry: false })?.isFile()) return { ok: false, reason: 'entry', detail: `${write.from}/${write.id}.json is missing` };
-          if (lstatSync(this.entryFile(write.to, write.id), { throwIfNoEntry: false })) return { ok: false, reason: 'entry', detail: `${write.to}/${write.id}.json exists already` };
+          if (!lstatSync(source, { throwIfNoEntry: false })?.isFile())
+            return { ok: false, reason: 'entry', detail: `${write.from}/${write.id}.json is missing` };
+          if (lstatSync(this.entryFile(write.to, write.id), { throwIfNoEntry: false }))
+            return { ok: false, reason: 'entry', detail: `${write.to}/${write.id}.json exists already` };
           entries.push(write);
         }
       }
-      const ledger = (change.ledger ?? []).filter((write) => write.once === undefined || !this.ledgerIndex.has(this.ledgerFile(write.ledger), write.once, write.row[write.once]));
+      const ledger = (change.ledger ?? []).filter(
+        (write) => write.once === undefined || !this.ledgerIndex.has(this.ledgerFile(write.ledger), write.once, write.row[write.once]),
+      );
       const text = serializeProposal(change.next);
       const intent: Intent = { kind: 'commit', id, prev: sha256(current), next: text, audit: change.audit, ledger, entries, offsets: this.offsets(ledger) };
       await this.apply(intent, async () => {
@@ -641,7 +645,10 @@ export class FileStore implements Store {
     for await (const row of this.audit()) yield { kind: 'audit', row };
     for (const ledger of Object.keys(this.ledgers)) for await (const row of this.ledger(ledger)) yield { kind: 'ledger', ledger, row };
     const names = existsSync(this.location) ? readdirSync(this.location, { withFileTypes: true }) : [];
-    for (const dir of names.filter((entry) => entry.isDirectory() && COLLECTION.test(entry.name) && !RESERVED.has(entry.name)).map((entry) => entry.name).sort()) {
+    for (const dir of names
+      .filter((entry) => entry.isDirectory() && COLLECTION.test(entry.name) && !RESERVED.has(entry.name))
+      .map((entry) => entry.name)
+      .sort()) {
       for (const name of readdirSync(path.join(this.location, dir)).sort()) {
         if (name.startsWith('.')) continue;
         let text: string | undefined;
@@ -678,7 +685,11 @@ export class FileStore implements Store {
       switch (item.kind) {
         case 'proposal': {
           await writeFileAtomic(this.proposalFile(item.id), item.text, { durable: false, exclusive: true });
-          if (item.key !== null) await writeFileAtomic(this.markerFile(item.key), JSON.stringify({ id: item.id, key: item.key, ...this.owners.identity }), { durable: false, exclusive: true });
+          if (item.key !== null)
+            await writeFileAtomic(this.markerFile(item.key), JSON.stringify({ id: item.id, key: item.key, ...this.owners.identity }), {
+              durable: false,
+              exclusive: true,
+            });
           break;
         }
         case 'audit':
@@ -970,7 +981,10 @@ function lastRowOf(file: string, id: string): AuditRow | undefined {
   let carry = '';
   while (end > 0) {
     const start = Math.max(0, end - chunk);
-    const text = readRegularFrom(file, start).subarray(0, end - start).toString('utf8') + carry;
+    const text =
+      readRegularFrom(file, start)
+        .subarray(0, end - start)
+        .toString('utf8') + carry;
     end = start;
     const first = start === 0 ? 0 : text.indexOf('\n') + 1;
     carry = text.slice(0, first);

@@ -198,7 +198,10 @@ export async function sweepTemps(dirs: readonly string[], minAgeMs = 10_000): Pr
       const file = path.join(dir, name);
       const stat = lstatSync(file, { throwIfNoEntry: false });
       if (!stat || !stat.isFile() || Date.now() - stat.mtimeMs < minAgeMs) continue;
-      await fs.unlink(file).then(() => removed++, () => {});
+      await fs.unlink(file).then(
+        () => removed++,
+        () => {},
+      );
     }
   }
   return removed;

@@ -201,8 +201,10 @@ export class MemoryStore implements Store {
     if (current !== change.version) return { ok: false, reason: 'changed' };
     for (const write of change.entries ?? []) {
       if (write.op !== 'move') continue;
-      if (!this.collection(this.shared.entries, write.from).has(write.id)) return { ok: false, reason: 'entry', detail: `${write.from}/${write.id}.json is missing` };
-      if (this.collection(this.shared.entries, write.to).has(write.id)) return { ok: false, reason: 'entry', detail: `${write.to}/${write.id}.json exists already` };
+      if (!this.collection(this.shared.entries, write.from).has(write.id))
+        return { ok: false, reason: 'entry', detail: `${write.from}/${write.id}.json is missing` };
+      if (this.collection(this.shared.entries, write.to).has(write.id))
+        return { ok: false, reason: 'entry', detail: `${write.to}/${write.id}.json exists already` };
     }
     const text = serializeProposal(change.next);
     this.shared.documents.set(change.id, text);
@@ -270,7 +272,8 @@ export class MemoryStore implements Store {
     const keys = new Map([...this.shared.keys].map(([key, id]) => [id, key]));
     for (const id of [...this.shared.documents.keys()].sort()) yield { kind: 'proposal', id, key: keys.get(id) ?? null, text: this.shared.documents.get(id)! };
     for (const row of this.shared.audit) yield { kind: 'audit', row: clone(row) };
-    for (const ledger of Object.keys(this.layout.ledgers)) for (const row of this.shared.ledgers.get(ledger) ?? []) yield { kind: 'ledger', ledger, row: clone(row) };
+    for (const ledger of Object.keys(this.layout.ledgers))
+      for (const row of this.shared.ledgers.get(ledger) ?? []) yield { kind: 'ledger', ledger, row: clone(row) };
     for (const [collection, entries] of [...this.shared.entries].sort(([a], [b]) => (a < b ? -1 : 1))) {
       for (const [id, text] of [...entries].sort(([a], [b]) => (a < b ? -1 : 1))) yield { kind: 'entry', collection, id, text };
     }

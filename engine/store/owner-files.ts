@@ -194,14 +194,17 @@ export class OwnerFiles {
   private renewWhileHolding(): void {
     if (this.timer || !this.file) return;
     const file = this.file;
-    this.timer = setInterval(() => {
-      try {
-        const now = new Date();
-        utimesSync(file, now, now);
-      } catch {
-        // the store went away; nothing left to hold
-      }
-    }, Math.max(1000, Math.floor(this.leaseMs / 3)));
+    this.timer = setInterval(
+      () => {
+        try {
+          const now = new Date();
+          utimesSync(file, now, now);
+        } catch {
+          // the store went away; nothing left to hold
+        }
+      },
+      Math.max(1000, Math.floor(this.leaseMs / 3)),
+    );
     this.timer.unref();
   }
 
@@ -278,7 +281,9 @@ export class OwnerFiles {
       const held = this.tryAcquire(file);
       if (held) return held;
       if (Date.now() - start > timeoutMs) {
-        throw Object.assign(new Error(`${path.basename(file)} is busy (held by another process for over ${Math.round(timeoutMs / 1000)} s)`), { code: 'EBUSY' });
+        throw Object.assign(new Error(`${path.basename(file)} is busy (held by another process for over ${Math.round(timeoutMs / 1000)} s)`), {
+          code: 'EBUSY',
+        });
       }
       await sleep(delay + Math.random() * delay);
       delay = Math.min(delay * 2, 50);

@@ -71,7 +71,9 @@ export function parsePostgresUrl(location: string): PostgresLocation {
   }
   const schema = url.searchParams.get('schema') ?? 'pipeline';
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
-    throw new PipelineError('store.url', `the schema name ${JSON.stringify(schema)} is not a plain lower-case SQL name`, { hint: 'schema=letters, digits and _ (e.g. schema=pipeline)' });
+    throw new PipelineError('store.url', `the schema name ${JSON.stringify(schema)} is not a plain lower-case SQL name`, {
+      hint: 'schema=letters, digits and _ (e.g. schema=pipeline)',
+    });
   }
   url.searchParams.delete('schema');
   const display = new URL(url.toString());
@@ -121,7 +123,10 @@ export class PostgresStore implements Store {
       },
       put: async (key, value) => {
         await this.ensure();
-        await this.query(`INSERT INTO ${this.t('cache')} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [key, JSON.stringify(value)]);
+        await this.query(`INSERT INTO ${this.t('cache')} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [
+          key,
+          JSON.stringify(value),
+        ]);
       },
     };
   }
@@ -182,7 +187,8 @@ export class PostgresStore implements Store {
       return rows[0]?.table != null;
     })();
     const found = await this.ready;
-    if (!found) this.ready = undefined; // ask again next time: someone may create it meanwhile
+    if (!found)
+      this.ready = undefined; // ask again next time: someone may create it meanwhile
     else this.created = true;
     return found;
   }
@@ -197,10 +203,16 @@ export class PostgresStore implements Store {
       const { rows } = await client.query<{ value: string }>(`SELECT value FROM ${this.t('meta')} WHERE key = 'schema_version'`);
       const found = rows[0] ? Number(rows[0].value) : 0;
       if (found > SCHEMA_VERSION) {
-        throw new PipelineError('store.schema', `${this.location} has schema version ${found}; this pipeline knows version ${SCHEMA_VERSION} and will not touch it`, { hint: 'upgrade pipeline' });
+        throw new PipelineError(
+          'store.schema',
+          `${this.location} has schema version ${found}; this pipeline knows version ${SCHEMA_VERSION} and will not touch it`,
+          { hint: 'upgrade pipeline' },
+        );
       }
       if (found < 1) await migrateToV1(client, (table) => this.t(table), this.schema);
-      await client.query(`INSERT INTO ${this.t('meta')} (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [String(SCHEMA_VERSION)]);
+      await client.query(`INSERT INTO ${this.t('meta')} (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [
+        String(SCHEMA_VERSION),
+      ]);
     });
     this.created = true;
   }
@@ -244,7 +256,9 @@ export class PostgresStore implements Store {
     const clauses: string[] = [];
     if (query.status !== undefined) {
       values.push(([] as string[]).concat(query.status));
-      clauses.push(malformed ? `(${column('status')} = ANY($${values.length}) OR ${column('status')} IS NULL)` : `${column('status')} = ANY($${values.length})`);
+      clauses.push(
+        malformed ? `(${column('status')} = ANY($${values.length}) OR ${column('status')} IS NULL)` : `${column('status')} = ANY($${values.length})`,
+      );
     } else if (!malformed) {
       clauses.push(`${column('status')} IS NOT NULL`);
     }
@@ -329,7 +343,10 @@ export class PostgresStore implements Store {
     let after = 0;
     for (;;) {
       // (The cursor is text so a bigint survives; ORDER BY names the column, not the text alias.)
-      const { rows } = await this.query<{ cursor: string; row: string }>(`SELECT seq::text AS cursor, row FROM ${this.t('ledger_rows')} WHERE ledger = $1 AND seq > $2 ORDER BY seq LIMIT ${PAGE}`, [ledger, after]);
+      const { rows } = await this.query<{ cursor: string; row: string }>(
+        `SELECT seq::text AS cursor, row FROM ${this.t('ledger_rows')} WHERE ledger = $1 AND seq > $2 ORDER BY seq LIMIT ${PAGE}`,
+        [ledger, after],
+      );
       for (const row of rows) yield JSON.parse(row.row) as Record<string, unknown>;
       if (rows.length < PAGE) return;
       after = Number(rows[rows.length - 1]!.cursor);
@@ -365,7 +382,10 @@ export class PostgresStore implements Store {
     const { rows: top } = await this.query<{ seq: string | null }>(`SELECT max(seq)::text AS seq FROM ${this.t('audit')}`);
     const last = Number(top[0]?.seq ?? 0);
     if (!match || Number(match[1]) > last) return { all: true, ids: [], cursor: `p1:${last}` };
-    const { rows } = await this.query<{ id: string }>(`SELECT DISTINCT id FROM ${this.t('audit')} WHERE seq > $1 AND seq <= $2 ORDER BY id`, [Number(match[1]), last]);
+    const { rows } = await this.query<{ id: string }>(`SELECT DISTINCT id FROM ${this.t('audit')} WHERE seq > $1 AND seq <= $2 ORDER BY id`, [
+      Number(match[1]),
+      last,
+    ]);
     return { all: false, ids: rows.map((row) => row.id), cursor: `p1:${last}` };
   }
 
@@ -384,7 +404,10 @@ export class PostgresStore implements Store {
     if (!(await this.exists())) return;
     let after = '';
     for (;;) {
-      const { rows } = await this.query<{ id: string }>(`SELECT id FROM ${this.t('entries')} WHERE collection = $1 AND id > $2 ORDER BY id LIMIT ${PAGE}`, [collection, after]);
+      const { rows } = await this.query<{ id: string }>(`SELECT id FROM ${this.t('entries')} WHERE collection = $1 AND id > $2 ORDER BY id LIMIT ${PAGE}`, [
+        collection,
+        after,
+      ]);
       for (const row of rows) yield row.id;
       if (rows.length < PAGE) return;
       after = rows[rows.length - 1]!.id;
@@ -438,12 +461,10 @@ export class PostgresStore implements Store {
       return await this.transaction(async (client) => {
         if (change.lease) {
           // Fencing: the lease must still be ours and current; the commit ends it.
-          const ended = await client.query(`DELETE FROM ${this.t('leases')} WHERE stage = $1 AND key = $2 AND token = $3 AND owner = $4 AND expires_at > now()`, [
-            change.lease.stage,
-            change.lease.key,
-            change.lease.token,
-            this.owner,
-          ]);
+          const ended = await client.query(
+            `DELETE FROM ${this.t('leases')} WHERE stage = $1 AND key = $2 AND token = $3 AND owner = $4 AND expires_at > now()`,
+            [change.lease.stage, change.lease.key, change.lease.token, this.owner],
+          );
           if (!ended.rowCount) throw new Refusal({ ok: false, reason: 'lease' });
         }
         const updated = await client.query<{ version: string }>(
@@ -465,26 +486,38 @@ export class PostgresStore implements Store {
           } else {
             const there = await client.query(`SELECT 1 FROM ${this.t('entries')} WHERE collection = $1 AND id = $2`, [write.to, write.id]);
             if (there.rowCount) throw new Refusal({ ok: false, reason: 'entry', detail: `${write.to}/${write.id}.json exists already` });
-            const moved = await client.query(`UPDATE ${this.t('entries')} SET collection = $1 WHERE collection = $2 AND id = $3`, [write.to, write.from, write.id]);
+            const moved = await client.query(`UPDATE ${this.t('entries')} SET collection = $1 WHERE collection = $2 AND id = $3`, [
+              write.to,
+              write.from,
+              write.id,
+            ]);
             if (!moved.rowCount) throw new Refusal({ ok: false, reason: 'entry', detail: `${write.from}/${write.id}.json is missing` });
           }
         }
         for (const write of change.ledger ?? []) {
           if (write.once !== undefined) {
             const value = write.row[write.once];
-            const seen = await client.query(`SELECT 1 FROM ${this.t('ledger_rows')} WHERE ledger = $1 AND proposal_id = $2 AND (row::jsonb -> $3) = $4::jsonb LIMIT 1`, [
-              write.ledger,
-              change.id,
-              write.once,
-              JSON.stringify(value ?? null),
-            ]);
+            const seen = await client.query(
+              `SELECT 1 FROM ${this.t('ledger_rows')} WHERE ledger = $1 AND proposal_id = $2 AND (row::jsonb -> $3) = $4::jsonb LIMIT 1`,
+              [write.ledger, change.id, write.once, JSON.stringify(value ?? null)],
+            );
             if (seen.rowCount) continue;
           }
-          await client.query(`INSERT INTO ${this.t('ledger_rows')} (ledger, key, proposal_id, row) VALUES ($1, $2, $3, $4)`, [write.ledger, this.rowKey(write.row), change.id, JSON.stringify(write.row)]);
+          await client.query(`INSERT INTO ${this.t('ledger_rows')} (ledger, key, proposal_id, row) VALUES ($1, $2, $3, $4)`, [
+            write.ledger,
+            this.rowKey(write.row),
+            change.id,
+            JSON.stringify(write.row),
+          ]);
         }
         // Unique per proposal, version and position: a transition can never be recorded twice.
         for (const [ordinal, row] of change.audit.entries()) {
-          await client.query(`INSERT INTO ${this.t('audit')} (id, version, ordinal, row) VALUES ($1, $2, $3, $4)`, [change.id, version, ordinal, JSON.stringify(row)]);
+          await client.query(`INSERT INTO ${this.t('audit')} (id, version, ordinal, row) VALUES ($1, $2, $3, $4)`, [
+            change.id,
+            version,
+            ordinal,
+            JSON.stringify(row),
+          ]);
         }
         return { ok: true as const, version: String(version) };
       });
@@ -502,16 +535,19 @@ export class PostgresStore implements Store {
   async appendLedger(ledger: string, row: Record<string, unknown>): Promise<void> {
     this.assertLedger(ledger);
     await this.ensure();
-    await this.query(`INSERT INTO ${this.t('ledger_rows')} (ledger, key, proposal_id, row) VALUES ($1, $2, NULL, $3)`, [ledger, this.rowKey(row), JSON.stringify(row)]);
+    await this.query(`INSERT INTO ${this.t('ledger_rows')} (ledger, key, proposal_id, row) VALUES ($1, $2, NULL, $3)`, [
+      ledger,
+      this.rowKey(row),
+      JSON.stringify(row),
+    ]);
   }
 
   async writeDocument(collection: string, name: string, document: unknown): Promise<'written' | 'exists'> {
     await this.ensure();
-    const { rowCount } = await this.query(`INSERT INTO ${this.t('documents')} (collection, name, body) VALUES ($1, $2, $3) ON CONFLICT (collection, name) DO NOTHING`, [
-      collection,
-      name,
-      `${JSON.stringify(document, null, 2)}\n`,
-    ]);
+    const { rowCount } = await this.query(
+      `INSERT INTO ${this.t('documents')} (collection, name, body) VALUES ($1, $2, $3) ON CONFLICT (collection, name) DO NOTHING`,
+      [collection, name, `${JSON.stringify(document, null, 2)}\n`],
+    );
     return rowCount ? 'written' : 'exists';
   }
 
@@ -529,21 +565,31 @@ export class PostgresStore implements Store {
         after = cursorOf(rows[rows.length - 1]!);
       }
     };
-    for await (const row of pages(this, (after) => [`SELECT id, key, doc FROM ${this.t('proposals')} WHERE id > $1 ORDER BY id LIMIT ${PAGE}`, [after]], (row) => row['id']!)) {
+    for await (const row of pages(
+      this,
+      (after) => [`SELECT id, key, doc FROM ${this.t('proposals')} WHERE id > $1 ORDER BY id LIMIT ${PAGE}`, [after]],
+      (row) => row['id']!,
+    )) {
       yield { kind: 'proposal', id: row['id']!, key: row['key'] ?? null, text: row['doc']! };
     }
     for await (const row of this.audit()) yield { kind: 'audit', row };
     for (const ledger of Object.keys(this.layout.ledgers)) for await (const row of this.ledger(ledger)) yield { kind: 'ledger', ledger, row };
     const byName = (after: string): [string, unknown[]] => {
       const [collection, id] = after === '' ? ['', ''] : after.split('\u0000');
-      return [`SELECT collection, id, body FROM ${this.t('entries')} WHERE (collection, id) > ($1, $2) ORDER BY collection, id LIMIT ${PAGE}`, [collection, id]];
+      return [
+        `SELECT collection, id, body FROM ${this.t('entries')} WHERE (collection, id) > ($1, $2) ORDER BY collection, id LIMIT ${PAGE}`,
+        [collection, id],
+      ];
     };
     for await (const row of pages(this, byName, (row) => `${row['collection']}\u0000${row['id']}`)) {
       yield { kind: 'entry', collection: row['collection']!, id: row['id']!, text: row['body']! };
     }
     const documents = (after: string): [string, unknown[]] => {
       const [collection, name] = after === '' ? ['', ''] : after.split('\u0000');
-      return [`SELECT collection, name, body FROM ${this.t('documents')} WHERE (collection, name) > ($1, $2) ORDER BY collection, name LIMIT ${PAGE}`, [collection, name]];
+      return [
+        `SELECT collection, name, body FROM ${this.t('documents')} WHERE (collection, name) > ($1, $2) ORDER BY collection, name LIMIT ${PAGE}`,
+        [collection, name],
+      ];
     };
     for await (const row of pages(this, documents, (row) => `${row['collection']}\u0000${row['name']}`)) {
       yield { kind: 'document', collection: row['collection']!, name: row['name']!, text: row['body']! };
@@ -596,7 +642,12 @@ export class PostgresStore implements Store {
           case 'ledger': {
             // The proposal a row is about: the first field naming one (so `once` rows are found).
             const about = Object.values(item.row).find((value) => typeof value === 'string' && proposals.has(value)) ?? null;
-            await add(`INSERT INTO ${this.t('ledger_rows')} (ledger, key, proposal_id, row)`, [item.ledger, this.rowKey(item.row), about, JSON.stringify(item.row)]);
+            await add(`INSERT INTO ${this.t('ledger_rows')} (ledger, key, proposal_id, row)`, [
+              item.ledger,
+              this.rowKey(item.row),
+              about,
+              JSON.stringify(item.row),
+            ]);
             break;
           }
           case 'entry':
@@ -640,7 +691,9 @@ export class PostgresStore implements Store {
       return { leases: rows.sort((a, b) => order.get(a.key)! - order.get(b.key)!).map((row) => ({ stage, key: row.key, token: row.token })) };
     }
     const values: unknown[] = [stage, this.owner, ttl, max];
-    const where = this.conditions(queue.query, values, 'p').map((clause) => `AND ${clause}`).join(' ');
+    const where = this.conditions(queue.query, values, 'p')
+      .map((clause) => `AND ${clause}`)
+      .join(' ');
     // The candidates are picked once (a MATERIALIZED CTE), skipping rows other claims are taking
     // right now, then leased in the same statement; one more row says how far the pick went, so
     // the next claim continues after it even when a race left some picked rows to another worker.
@@ -663,7 +716,10 @@ export class PostgresStore implements Store {
     );
     const meta = rows.find((row) => row.key === '')!.token;
     const [picked, last] = [Number(meta.slice(0, meta.indexOf(':'))), meta.slice(meta.indexOf(':') + 1)];
-    const leases = rows.filter((row) => row.key !== '').map((row) => ({ stage, key: row.key, token: row.token })).sort((a, b) => (a.key < b.key ? -1 : 1));
+    const leases = rows
+      .filter((row) => row.key !== '')
+      .map((row) => ({ stage, key: row.key, token: row.token }))
+      .sort((a, b) => (a.key < b.key ? -1 : 1));
     // Fewer picked than asked: the query is exhausted (what others hold is reported by `held`).
     return picked < max ? { leases } : { leases, next: last };
   }
@@ -700,7 +756,9 @@ export class PostgresStore implements Store {
       return rows.map((row) => row.key);
     }
     const values: unknown[] = [stage, this.owner];
-    const where = this.conditions(queue.query, values, 'p').map((clause) => `AND ${clause}`).join(' ');
+    const where = this.conditions(queue.query, values, 'p')
+      .map((clause) => `AND ${clause}`)
+      .join(' ');
     const { rows } = await this.query<{ key: string }>(
       `SELECT l.key FROM ${this.t('leases')} l JOIN ${this.t('proposals')} p ON p.id = l.key
         WHERE l.stage = $1 AND l.owner <> $2 AND l.expires_at > now() ${where} ORDER BY l.key`,

@@ -89,7 +89,10 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { ids: [], statuses: [], marks: [] };
     throw error;
   }
-  const ids = names.filter((name) => FILE_NAME.test(name)).map((name) => name.slice(0, 26)).sort();
+  const ids = names
+    .filter((name) => FILE_NAME.test(name))
+    .map((name) => name.slice(0, 26))
+    .sort();
   const cached = readCache(cacheFile, markFields.join(','));
   const out: ProposalScan = { ids: [], statuses: [], marks: [] };
   const lines: string[] = [];
@@ -123,7 +126,8 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
       }
       if (text === undefined) continue; // removed meanwhile
       const head = parseHead(text, markFields);
-      if (keep && head.record && head.status !== null && keep.into.size < keep.budget && keep.wanted(head.status)) keep.into.set(id, { text, record: head.record });
+      if (keep && head.record && head.status !== null && keep.into.size < keep.budget && keep.wanted(head.status))
+        keep.into.set(id, { text, record: head.record });
       // A status with a tab or a newline is not a state of any machine; keep the line intact.
       line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${signature}`;
       changed = true;

@@ -143,7 +143,7 @@ export function install(temp: string, target: string, exclusive = false): void {
   } catch (error) {
     unlinkQuietly(temp);
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EISDIR' || code === 'ENOTEMPTY' || code === 'EEXIST' && !exclusive) throw new NotRegularFile(target, 'a directory');
+    if (code === 'EISDIR' || code === 'ENOTEMPTY' || (code === 'EEXIST' && !exclusive)) throw new NotRegularFile(target, 'a directory');
     throw error;
   }
 }

@@ -16,7 +16,7 @@ export function getPath(root: unknown, path: string): unknown {
   let node: unknown = root;
   for (const key of splitPath(path)) {
     if (Array.isArray(node) && /^\d+$/.test(key)) node = node[Number(key)];
-    else if (isObject(node) && Object.prototype.hasOwnProperty.call(node, key)) node = node[key];
+    else if (isObject(node) && Object.hasOwn(node, key)) node = node[key];
     else return undefined;
   }
   return node;
@@ -27,7 +27,7 @@ export function hasPath(root: unknown, path: string): boolean {
   const last = keys.pop();
   if (last === undefined) return true;
   const parent = getPath(root, keys.join('.'));
-  return isObject(parent) && Object.prototype.hasOwnProperty.call(parent, last);
+  return isObject(parent) && Object.hasOwn(parent, last);
 }
 
 /** Set `path` on a (mutable) object, creating intermediate objects. Existing keys keep their place. */

@@ -71,15 +71,27 @@ tr[data-state]:hover,tr[data-state].selected{background:#dbeafe}
 
 const LEGEND = [
   ['<svg width="16" height="16"><circle cx="8" cy="8" r="6" fill="#0f172a"/></svg>', 'points at the initial state'],
-  ['<svg width="34" height="20"><rect x="1" y="1" width="32" height="18" rx="6" fill="#f1f5f9" stroke="#334155"/><rect x="4" y="4" width="26" height="12" rx="4" fill="none" stroke="#334155"/></svg>', 'terminal: no transition to another state'],
-  ['<svg width="30" height="20"><rect x="1" y="2" width="28" height="16" rx="8" fill="#1e293b"/><text x="15" y="14" fill="#fff" font-size="11" text-anchor="middle">3</text></svg>', 'proposals in the state now'],
-  ['<svg width="40" height="10"><path d="M1,5 L39,5" stroke="#64748b" stroke-width="1.5"/></svg>', '<code>event</code> <span class="guard">[guard]</span>: a transition, taken when the guard passes'],
+  [
+    '<svg width="34" height="20"><rect x="1" y="1" width="32" height="18" rx="6" fill="#f1f5f9" stroke="#334155"/><rect x="4" y="4" width="26" height="12" rx="4" fill="none" stroke="#334155"/></svg>',
+    'terminal: no transition to another state',
+  ],
+  [
+    '<svg width="30" height="20"><rect x="1" y="2" width="28" height="16" rx="8" fill="#1e293b"/><text x="15" y="14" fill="#fff" font-size="11" text-anchor="middle">3</text></svg>',
+    'proposals in the state now',
+  ],
+  [
+    '<svg width="40" height="10"><path d="M1,5 L39,5" stroke="#64748b" stroke-width="1.5"/></svg>',
+    '<code>event</code> <span class="guard">[guard]</span>: a transition, taken when the guard passes',
+  ],
   ['<span class="repeat-mark">\u21ba</span>', '<code>event</code>: accepted in this state, changes nothing (a repeat)'],
 ];
 
 /** JSON that is safe inside a <script> element (no `</script>` or `<!--` can be formed). */
 function scriptJson(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+  return JSON.stringify(value)
+    .replace(/</g, '\\u003c')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
 }
 
 function countsTable(graph: VizGraph): string {

@@ -8,7 +8,18 @@ import { renderSvg } from './svg.js';
 import { renderDot, renderMermaid } from './text.js';
 import type { VizFormat } from './formats.js';
 
-export { buildGraph, renderJson, toJson, withCounts, edgeLabel, type VizGraph, type VizJson, type VizState, type VizTransition, type VizRepeat } from './graph.js';
+export {
+  buildGraph,
+  renderJson,
+  toJson,
+  withCounts,
+  edgeLabel,
+  type VizGraph,
+  type VizJson,
+  type VizState,
+  type VizTransition,
+  type VizRepeat,
+} from './graph.js';
 export { renderDot, renderMermaid } from './text.js';
 export { layoutGraph, type Layout } from './layout.js';
 export { renderSvg } from './svg.js';

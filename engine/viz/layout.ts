@@ -96,7 +96,12 @@ function selfLoop(node: NodeBox, label: { x: number; width: number }): Point[] {
   const reach = Math.max(20, label.x - label.width / 2 - x - 2) / 0.75;
   const top = node.y - node.height / 4;
   const bottom = node.y + node.height / 4;
-  return [{ x, y: top }, { x: x + reach, y: top - 14 }, { x: x + reach, y: bottom + 14 }, { x, y: bottom }];
+  return [
+    { x, y: top },
+    { x: x + reach, y: top - 14 },
+    { x: x + reach, y: bottom + 14 },
+    { x, y: bottom },
+  ];
 }
 
 /** Lay out `graph` top to bottom. Pure and deterministic. */
@@ -123,22 +128,26 @@ export function layoutGraph(graph: VizGraph): Layout {
     return { id: state.id, x: round(node.x), y: round(node.y), width: node.width, height: node.height };
   });
   const order = { initial: 0, transition: 1 };
-  const edges: EdgeLayout[] = (g.edges() as { v: string; w: string; name?: string }[]).map((edge): EdgeLayout => {
-    const data = g.edge(edge) as { points: Point[]; x?: number; y?: number; width?: number; height?: number };
-    const name = edge.name ?? '';
-    const loop = edge.v === edge.w;
-    const raw = loop ? selfLoop(g.node(edge.v) as NodeBox, { x: data.x ?? 0, width: data.width ?? 0 }) : data.points;
-    const points = raw.map((p) => ({ x: round(p.x), y: round(p.y) }));
-    const lines = labels.get(name);
-    const kind: EdgeLayout['kind'] = name === 'initial' ? 'initial' : 'transition';
-    return {
-      kind,
-      index: kind === 'initial' ? -1 : Number(name.slice(1)),
-      points,
-      ...(loop ? { loop: true } : {}),
-      ...(lines && data.x !== undefined && data.y !== undefined ? { label: { x: round(data.x), y: round(data.y), width: data.width ?? 0, height: data.height ?? 0, lines } } : {}),
-    };
-  }).sort((a, b) => order[a.kind] - order[b.kind] || a.index - b.index);
+  const edges: EdgeLayout[] = (g.edges() as { v: string; w: string; name?: string }[])
+    .map((edge): EdgeLayout => {
+      const data = g.edge(edge) as { points: Point[]; x?: number; y?: number; width?: number; height?: number };
+      const name = edge.name ?? '';
+      const loop = edge.v === edge.w;
+      const raw = loop ? selfLoop(g.node(edge.v) as NodeBox, { x: data.x ?? 0, width: data.width ?? 0 }) : data.points;
+      const points = raw.map((p) => ({ x: round(p.x), y: round(p.y) }));
+      const lines = labels.get(name);
+      const kind: EdgeLayout['kind'] = name === 'initial' ? 'initial' : 'transition';
+      return {
+        kind,
+        index: kind === 'initial' ? -1 : Number(name.slice(1)),
+        points,
+        ...(loop ? { loop: true } : {}),
+        ...(lines && data.x !== undefined && data.y !== undefined
+          ? { label: { x: round(data.x), y: round(data.y), width: data.width ?? 0, height: data.height ?? 0, lines } }
+          : {}),
+      };
+    })
+    .sort((a, b) => order[a.kind] - order[b.kind] || a.index - b.index);
   const start = initial ? (g.node(START_ID) as Point) : undefined;
   const size = g.graph() as { width?: number; height?: number };
   return {

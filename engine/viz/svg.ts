@@ -20,7 +20,9 @@ export function basisPath(points: readonly Point[]): string {
   const parts: string[] = [];
   let [x0, y0, x1, y1] = [0, 0, 0, 0];
   const curve = (x: number, y: number) =>
-    parts.push(`C${num((2 * x0 + x1) / 3)},${num((2 * y0 + y1) / 3)} ${num((x0 + 2 * x1) / 3)},${num((y0 + 2 * y1) / 3)} ${num((x0 + 4 * x1 + x) / 6)},${num((y0 + 4 * y1 + y) / 6)}`);
+    parts.push(
+      `C${num((2 * x0 + x1) / 3)},${num((2 * y0 + y1) / 3)} ${num((x0 + 2 * x1) / 3)},${num((y0 + 2 * y1) / 3)} ${num((x0 + 4 * x1 + x) / 6)},${num((y0 + 4 * y1 + y) / 6)}`,
+    );
   points.forEach(({ x, y }, i) => {
     if (i === 0) parts.push(`M${num(x)},${num(y)}`);
     else if (i >= 2) {
@@ -62,7 +64,8 @@ function renderState(state: VizState, box: NodeBox, repeats: readonly VizRepeat[
     `<title>${escapeXml(state.description ?? state.id)}</title>`,
     `<rect class="box" x="${num(left)}" y="${num(top)}" width="${num(box.width)}" height="${num(box.height)}" rx="10" ry="10"/>`,
   ];
-  if (state.terminal) parts.push(`<rect class="inner" x="${num(left + 4)}" y="${num(top + 4)}" width="${num(box.width - 8)}" height="${num(box.height - 8)}" rx="7" ry="7"/>`);
+  if (state.terminal)
+    parts.push(`<rect class="inner" x="${num(left + 4)}" y="${num(top + 4)}" width="${num(box.width - 8)}" height="${num(box.height - 8)}" rx="7" ry="7"/>`);
   const row = top + 24;
   parts.push(
     `<text class="name" x="${num(left + 14)}" y="${num(row)}">${escapeXml(state.id)}</text>`,
@@ -73,8 +76,13 @@ function renderState(state: VizState, box: NodeBox, repeats: readonly VizRepeat[
   let y = row + 4;
   if (details.tags) parts.push(`<text class="tags" x="${num(left + 14)}" y="${num((y += DETAIL_ROW))}">${escapeXml(details.tags)}</text>`);
   if (details.repeats) {
-    const title = repeats.filter((r) => r.state === state.id).map((r) => `${r.event}: ${r.description ?? 'accepted, changes nothing'}`).join('\n');
-    parts.push(`<text class="repeats" x="${num(left + 14)}" y="${num((y += DETAIL_ROW))}"><title>${escapeXml(title)}</title>${escapeXml(details.repeats)}</text>`);
+    const title = repeats
+      .filter((r) => r.state === state.id)
+      .map((r) => `${r.event}: ${r.description ?? 'accepted, changes nothing'}`)
+      .join('\n');
+    parts.push(
+      `<text class="repeats" x="${num(left + 14)}" y="${num((y += DETAIL_ROW))}"><title>${escapeXml(title)}</title>${escapeXml(details.repeats)}</text>`,
+    );
   }
   parts.push('</g>');
   return parts.join('');
@@ -100,7 +108,10 @@ export function renderSvg(graph: VizGraph, layout: Layout = layoutGraph(graph)):
   ];
   for (const edge of layout.edges) {
     const [p0, p1, p2, p3] = edge.points;
-    const d = edge.loop && p0 && p1 && p2 && p3 ? `M${num(p0.x)},${num(p0.y)} C${num(p1.x)},${num(p1.y)} ${num(p2.x)},${num(p2.y)} ${num(p3.x)},${num(p3.y)}` : basisPath(edge.points);
+    const d =
+      edge.loop && p0 && p1 && p2 && p3
+        ? `M${num(p0.x)},${num(p0.y)} C${num(p1.x)},${num(p1.y)} ${num(p2.x)},${num(p2.y)} ${num(p3.x)},${num(p3.y)}`
+        : basisPath(edge.points);
     const path = `<path class="edge" d="${d}" marker-end="url(#viz-arrow)"/>`;
     if (edge.kind === 'initial') {
       out.push(`<g class="initial-edge">${path}</g>`);

@@ -73,7 +73,13 @@ export function cliSpawn(args: string[], options: CliOptions = {}) {
 
 export function events(store: string): Record<string, unknown>[] {
   const file = path.join(store, 'events.jsonl');
-  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line)) : [];
+  return existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line))
+    : [];
 }
 
 export function proposalFile(store: string, id: string): Record<string, any> {

@@ -49,7 +49,7 @@ async function readOneLineAndClose(args: string[], env: Record<string, string>):
 describe('a closed stdout', () => {
   it('list | head -1: exit 0, nothing on stderr', async () => {
     const result = await readOneLineAndClose(['list'], bigStore());
-    expect(result.first).toMatch(/^01JC8A0{20}  claim 0: /);
+    expect(result.first).toMatch(/^01JC8A0{20} {2}claim 0: /);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
   });

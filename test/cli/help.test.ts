@@ -33,7 +33,7 @@ describe('pipeline help', () => {
     for (const line of ran.stdout.split('\n')) expect(line.length).toBeLessThanOrEqual(100);
   });
 
-  it('prints a command\'s usage, every option with its default and allowed values from the configuration, and an example', async () => {
+  it("prints a command's usage, every option with its default and allowed values from the configuration, and an example", async () => {
     const ran = await runIn(['help', 'list'], {});
     expect(ran.code).toBe(0);
     expect(ran.stdout).toMatchInlineSnapshot(`
@@ -215,7 +215,7 @@ describe('every command spec is complete', () => {
     }
   });
 
-  it('gives examples that parse with the command\'s own options', async () => {
+  it("gives examples that parse with the command's own options", async () => {
     const pipeline = await shippedPipeline();
     for (const spec of allSpecs({ pipeline })) {
       const example = typeof spec.example === 'function' ? spec.example(pipeline) : spec.example!;

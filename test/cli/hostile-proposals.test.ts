@@ -41,7 +41,13 @@ describe(`a proposal nested ${DEPTH} levels deep`, () => {
     const ids = ['01JC8A0000000000000000P003', '01JC8A0000000000000000P004'];
     for (const id of ids) writeProposal(store, id, pendingProposal(id, `claim ${id}`));
     const list = await runIn(['list', '--json'], { PIPELINE_STORE: store });
-    expect(list.stdout).toBe(`${JSON.stringify(ids.map((id) => pendingProposal(id, `claim ${id}`)), null, 2)}\n`);
+    expect(list.stdout).toBe(
+      `${JSON.stringify(
+        ids.map((id) => pendingProposal(id, `claim ${id}`)),
+        null,
+        2,
+      )}\n`,
+    );
     const empty = await runIn(['list', '--json', '--state', 'approved'], { PIPELINE_STORE: store });
     expect(empty.stdout).toBe('[]\n');
   });
@@ -53,7 +59,10 @@ describe(`a proposal nested ${DEPTH} levels deep`, () => {
     expect(list.stdout).toBe(`${GOOD}  a fine claim\n${DEEP}  deep claim\n`);
     const status = await runIn(['status', '--json'], env);
     expect(JSON.parse(status.stdout)).toMatchObject({ pending: 2 });
-    for (const args of [['show', DEEP], ['show', DEEP, '--json']]) {
+    for (const args of [
+      ['show', DEEP],
+      ['show', DEEP, '--json'],
+    ]) {
       const show = await runIn(args, env);
       expect(show.code).toBe(1);
       expect(show.stdout).toBe('');

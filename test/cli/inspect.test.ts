@@ -149,7 +149,14 @@ describe('list', () => {
   it('shows the reason on a rejected row', async () => {
     const store = path.join(tempDir(), 'store');
     const input = proposalInput();
-    const verdict = { rubric_id: 'lesson-promotion', gate_policy: 'majority', score_threshold: 0.75, aggregate_score: 0.61, passed: false, reason: 'criterion_floor' };
+    const verdict = {
+      rubric_id: 'lesson-promotion',
+      gate_policy: 'majority',
+      score_threshold: 0.75,
+      aggregate_score: 0.61,
+      passed: false,
+      reason: 'criterion_floor',
+    };
     const id = '01JBQA000000000000000REJCT';
     const file = { id, artifact_id: input.artifact_id, created_at: '2026-11-01T12:00:00Z', status: 'rejected', candidate: input.candidate, visibility: 'org' };
     writeProposal(store, id, { ...file, verdict: { ...verdict, judges: [], failed_criterion: 'generality' } });

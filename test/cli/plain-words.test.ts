@@ -59,7 +59,7 @@ describe('run judge says what it did', () => {
 });
 
 describe('promote never calls a rejection a promotion', () => {
-  it('says a rejected proposal\'s declined row is already recorded', async () => {
+  it("says a rejected proposal's declined row is already recorded", async () => {
     const { env, rejected } = await judgedStore();
     const again = await runIn(['promote', rejected], env);
     expect(again.code).toBe(0);

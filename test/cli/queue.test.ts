@@ -26,7 +26,9 @@ describe('the review flow of issue 2, end to end', () => {
     expect(idA).toMatch(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
     expect(a.stderr).toBe('');
     const before = readFileSync(path.join(store, 'proposals', `${idA}.json`));
-    expect((await cliIn(['confirm', idA, '--visibility', 'public', '--version-independent', 'The lockfile format is defined by pnpm itself'], { env })).code).toBe(0);
+    expect(
+      (await cliIn(['confirm', idA, '--visibility', 'public', '--version-independent', 'The lockfile format is defined by pnpm itself'], { env })).code,
+    ).toBe(0);
     expect((await cliIn(['unconfirm', idA], { env })).code).toBe(0);
     expect(readFileSync(path.join(store, 'proposals', `${idA}.json`)).equals(before)).toBe(true);
     expect((await cliIn(['confirm', idA, '--visibility', 'org'], { env })).code).toBe(0);
@@ -195,7 +197,9 @@ describe('command-line conventions', () => {
     const { store, env } = cliStore();
     const result = await cliIn(['propose', input(tempDir())], { cwd: copy, env });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/rubrics\/lesson-promotion-public\.yaml:\d+:1: criterion weights sum to 1\.01, expected 1\.00 \(0\.32 \+ 0\.25 \+ 0\.14 \+ 0\.30\)/);
+    expect(result.stderr).toMatch(
+      /rubrics\/lesson-promotion-public\.yaml:\d+:1: criterion weights sum to 1\.01, expected 1\.00 \(0\.32 \+ 0\.25 \+ 0\.14 \+ 0\.30\)/,
+    );
     expect(existsSync(store)).toBe(false);
     const validate = await cliIn(['validate'], { cwd: copy, env });
     expect(validate.code).toBe(1);

@@ -35,11 +35,23 @@ function withCommandJudge(script: string, options: { paid?: boolean } = {}): { d
   const dir = copyPipeline();
   const marker = path.join(dir, 'calls.log');
   const program = path.join(dir, 'judge.mjs');
-  writeFileSync(program, `import { appendFileSync } from 'node:fs';\nappendFileSync(${JSON.stringify(marker)}, (process.env.PIPELINE_JUDGE_TYPE ?? '-') + ' ' + (process.env.PIPELINE_PROPOSAL_ID ?? '-') + '\\n');\n${script}`);
+  writeFileSync(
+    program,
+    `import { appendFileSync } from 'node:fs';\nappendFileSync(${JSON.stringify(marker)}, (process.env.PIPELINE_JUDGE_TYPE ?? '-') + ' ' + (process.env.PIPELINE_PROPOSAL_ID ?? '-') + '\\n');\n${script}`,
+  );
   const yaml = path.join(dir, 'pipeline.yaml');
-  writeFileSync(yaml, readFileSync(yaml, 'utf8').replace('    command: claude -p', `    command: ${process.execPath} ${program}${options.paid === false ? '\n    paid: false' : ''}\n    attempts: 1`));
+  writeFileSync(
+    yaml,
+    readFileSync(yaml, 'utf8').replace(
+      '    command: claude -p',
+      `    command: ${process.execPath} ${program}${options.paid === false ? '\n    paid: false' : ''}\n    attempts: 1`,
+    ),
+  );
   const judge = path.join(dir, 'stages', 'judge.yaml');
-  writeFileSync(judge, readFileSync(judge, 'utf8').replace('standard: standard-checks', 'standard: claude').replace('adversarial: adversarial-checks', 'adversarial: claude'));
+  writeFileSync(
+    judge,
+    readFileSync(judge, 'utf8').replace('standard: standard-checks', 'standard: claude').replace('adversarial: adversarial-checks', 'adversarial: claude'),
+  );
   return { dir, marker };
 }
 
@@ -52,7 +64,10 @@ describe('run judge (issue 3, end to end)', () => {
   it('judges 20 proposals at mixed visibilities; the summary, the files and events.jsonl agree', async () => {
     const { store, env } = cliStore();
     const visibilities = ['private', 'org', 'public'];
-    const ids = await confirmed(env, Array.from({ length: 20 }, (_, index) => visibilities[index % 3]!));
+    const ids = await confirmed(
+      env,
+      Array.from({ length: 20 }, (_, index) => visibilities[index % 3]!),
+    );
     const result = cli(['run', 'judge', '--yes', '--json'], { env });
     expect(result.code).toBe(0);
     const summary = JSON.parse(result.stdout);
@@ -68,7 +83,9 @@ describe('run judge (issue 3, end to end)', () => {
     // the shipped pipeline promotes at once
     expect(readdirSync(path.join(store, 'approved'))).toHaveLength(summary.counts.approved);
     expect(ids.every((id) => proposalFile(store, id).promoted_at)).toBe(true);
-    expect((await cliIn(['status'], { env })).stdout).toBe(`pending 0\nconfirmed 0\npassed 0\napproved ${summary.counts.approved}\nrejected ${summary.counts.rejected}\narchived 0\n`);
+    expect((await cliIn(['status'], { env })).stdout).toBe(
+      `pending 0\nconfirmed 0\npassed 0\napproved ${summary.counts.approved}\nrejected ${summary.counts.rejected}\narchived 0\n`,
+    );
   });
 
   it('exits 2 and lists the ids it could not judge, writing nothing for them', async () => {
@@ -135,7 +152,15 @@ describe('paid providers', () => {
 });
 
 describe('judge <id> --verdicts', () => {
-  const verdicts = (adversarialPasses: boolean) => JSON.stringify(['standard', 'adversarial'].map((judge_type) => ({ judge_type, score: 0.9, passed: judge_type === 'standard' || adversarialPasses, criterion_scores: { grounding: 0.9, scope_accuracy: 0.9, generality: 0.9 } })));
+  const verdicts = (adversarialPasses: boolean) =>
+    JSON.stringify(
+      ['standard', 'adversarial'].map((judge_type) => ({
+        judge_type,
+        score: 0.9,
+        passed: judge_type === 'standard' || adversarialPasses,
+        criterion_scores: { grounding: 0.9, scope_accuracy: 0.9, generality: 0.9 },
+      })),
+    );
 
   it('records verdicts from a file or stdin through the same gate (0), refuses (1), or leaves unjudged (2)', async () => {
     const { store, env } = cliStore();
@@ -167,7 +192,10 @@ describe('a review never calls a model', () => {
     const { env } = cliStore();
     const withStub = { ...env, PATH: `${bin}:${process.env['PATH']}` };
     const [id] = await confirmed(withStub, [null]);
-    expect((await cliIn(['confirm', id!, '--visibility', 'public', '--version-independent', 'The lockfile format is defined by pnpm itself'], { env: withStub })).code).toBe(0);
+    expect(
+      (await cliIn(['confirm', id!, '--visibility', 'public', '--version-independent', 'The lockfile format is defined by pnpm itself'], { env: withStub }))
+        .code,
+    ).toBe(0);
     expect((await cliIn(['unconfirm', id!], { env: withStub })).code).toBe(0);
     expect((await cliIn(['confirm', id!, '--visibility', 'private'], { env: withStub })).code).toBe(0);
     expect((await cliIn(['run', 'judge'], { env: withStub })).code).toBe(0);
@@ -178,7 +206,9 @@ describe('a review never calls a model', () => {
     const { env } = cliStore();
     const result = await cliIn(['run', 'review'], { env });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/there is none; use the single commands:[\s\S]*pipeline confirm <id> --visibility private\|org\|public[\s\S]*pipeline pass <id> \[REASON\][\s\S]*pipeline defer <id>[\s\S]*pipeline unconfirm <id>/);
+    expect(result.stderr).toMatch(
+      /there is none; use the single commands:[\s\S]*pipeline confirm <id> --visibility private\|org\|public[\s\S]*pipeline pass <id> \[REASON\][\s\S]*pipeline defer <id>[\s\S]*pipeline unconfirm <id>/,
+    );
   });
 });
 

@@ -24,7 +24,10 @@ async function loadEdited(file: string, edit: (text: string) => string, env: Rec
   return issues.map(formatIssue);
 }
 
-const lineOf = (file: string, needle: string) => readFileSync(path.join(ROOT, file), 'utf8').split('\n').findIndex((line) => line.includes(needle)) + 1;
+const lineOf = (file: string, needle: string) =>
+  readFileSync(path.join(ROOT, file), 'utf8')
+    .split('\n')
+    .findIndex((line) => line.includes(needle)) + 1;
 const nested = (depth: number) => `${'${A:-'.repeat(depth)}x${'}'.repeat(depth)}`;
 
 describe('${…} nested too deep', () => {

@@ -29,7 +29,10 @@ async function withEdit(edits: Record<string, (text: string) => string>, env: Re
   return load(dir, env);
 }
 
-const lineOf = (file: string, needle: string) => readFileSync(path.join(ROOT, file), 'utf8').split('\n').findIndex((line) => line.includes(needle)) + 1;
+const lineOf = (file: string, needle: string) =>
+  readFileSync(path.join(ROOT, file), 'utf8')
+    .split('\n')
+    .findIndex((line) => line.includes(needle)) + 1;
 
 describe('the shipped configuration', () => {
   it('loads with no error and no warning', async () => {
@@ -40,12 +43,44 @@ describe('the shipped configuration', () => {
 
   it('ships the rubric values of the reference design verbatim', async () => {
     const { pipeline } = await load(ROOT);
-    expect(pipeline!.rubrics.get('lesson-promotion')).toEqual({ id: 'lesson-promotion', criteria: [{ name: 'grounding', weight: 0.45, min_pass: 0.7 }, { name: 'scope_accuracy', weight: 0.35, min_pass: 0.7 }, { name: 'generality', weight: 0.2, min_pass: 0.6 }], score_threshold: 0.75, judge_types: ['standard', 'adversarial'], gate_policy: 'majority', min_criterion_coverage: 0.6 });
-    expect(pipeline!.rubrics.get('lesson-promotion-public')).toEqual({ id: 'lesson-promotion-public', criteria: [{ name: 'grounding', weight: 0.32, min_pass: 0.7 }, { name: 'scope_accuracy', weight: 0.24, min_pass: 0.7 }, { name: 'generality', weight: 0.14, min_pass: 0.6 }, { name: 'disclosure', weight: 0.3, min_pass: 0.9 }], score_threshold: 0.75, judge_types: ['standard', 'adversarial'], gate_policy: 'majority', min_criterion_coverage: 0.6 });
+    expect(pipeline!.rubrics.get('lesson-promotion')).toEqual({
+      id: 'lesson-promotion',
+      criteria: [
+        { name: 'grounding', weight: 0.45, min_pass: 0.7 },
+        { name: 'scope_accuracy', weight: 0.35, min_pass: 0.7 },
+        { name: 'generality', weight: 0.2, min_pass: 0.6 },
+      ],
+      score_threshold: 0.75,
+      judge_types: ['standard', 'adversarial'],
+      gate_policy: 'majority',
+      min_criterion_coverage: 0.6,
+    });
+    expect(pipeline!.rubrics.get('lesson-promotion-public')).toEqual({
+      id: 'lesson-promotion-public',
+      criteria: [
+        { name: 'grounding', weight: 0.32, min_pass: 0.7 },
+        { name: 'scope_accuracy', weight: 0.24, min_pass: 0.7 },
+        { name: 'generality', weight: 0.14, min_pass: 0.6 },
+        { name: 'disclosure', weight: 0.3, min_pass: 0.9 },
+      ],
+      score_threshold: 0.75,
+      judge_types: ['standard', 'adversarial'],
+      gate_policy: 'majority',
+      min_criterion_coverage: 0.6,
+    });
   });
 
   it('references its schema from every shipped YAML file', () => {
-    for (const file of ['pipeline.yaml', 'machines/lesson.yaml', 'stages/transform.yaml', 'stages/review.yaml', 'stages/judge.yaml', 'stages/promote.yaml', 'rubrics/lesson-promotion.yaml', 'rubrics/lesson-promotion-public.yaml']) {
+    for (const file of [
+      'pipeline.yaml',
+      'machines/lesson.yaml',
+      'stages/transform.yaml',
+      'stages/review.yaml',
+      'stages/judge.yaml',
+      'stages/promote.yaml',
+      'rubrics/lesson-promotion.yaml',
+      'rubrics/lesson-promotion-public.yaml',
+    ]) {
       expect(readFileSync(path.join(ROOT, file), 'utf8')).toMatch(/^# yaml-language-server: \$schema=\S+\.schema\.json/);
     }
   });
@@ -66,7 +101,8 @@ describe('positioned errors', () => {
 
   it('reports every error of one load, across files', async () => {
     const { text } = await withEdit({
-      'rubrics/lesson-promotion.yaml': (yaml) => yaml.replace('score_threshold: 0.75', 'score_threshold: 1.5').replace('gate_policy: majority', 'gate_policy: plurality'),
+      'rubrics/lesson-promotion.yaml': (yaml) =>
+        yaml.replace('score_threshold: 0.75', 'score_threshold: 1.5').replace('gate_policy: majority', 'gate_policy: plurality'),
       'stages/review.yaml': (yaml) => yaml.replace('title: candidate.claim', 'titel: candidate.claim'),
     });
     expect(text).toHaveLength(3);
@@ -88,7 +124,11 @@ describe('positioned errors', () => {
     ['a duplicate criterion', (yaml: string) => yaml.replace('name: generality', 'name: grounding'), /duplicate name "grounding" in criteria/],
     ['an empty panel', (yaml: string) => yaml.replace('judge_types: [standard, adversarial]', 'judge_types: []'), /judge_types must not be empty/],
     ['a retry knob', (yaml: string) => `${yaml}max_iterations: 1\n`, /unknown key "max_iterations"/],
-    ['coverage above 1', (yaml: string) => yaml.replace('min_criterion_coverage: 0.6', 'min_criterion_coverage: 2'), /min_criterion_coverage must be between 0 and 1, got 2/],
+    [
+      'coverage above 1',
+      (yaml: string) => yaml.replace('min_criterion_coverage: 0.6', 'min_criterion_coverage: 2'),
+      /min_criterion_coverage must be between 0 and 1, got 2/,
+    ],
   ])('refuses a rubric with %s', async (_name, edit, message) => {
     const { text } = await withEdit({ 'rubrics/lesson-promotion.yaml': edit });
     expect(text.join('\n')).toMatch(message);
@@ -103,14 +143,19 @@ describe('positioned errors', () => {
 
 describe('interpolation', () => {
   it('substitutes ${VAR} and ${VAR:-default}, nested, and $${ as a literal', async () => {
-    const { pipeline } = await withEdit({ 'pipeline.yaml': (yaml) => yaml.replace('name: lesson-promotion', () => 'name: ${PIPE_NAME}-$${x}-${UNSET_ONE:-${PIPE_FALLBACK:-deep}}') }, { PIPE_NAME: 'lessons' });
+    const { pipeline } = await withEdit(
+      { 'pipeline.yaml': (yaml) => yaml.replace('name: lesson-promotion', () => 'name: ${PIPE_NAME}-$${x}-${UNSET_ONE:-${PIPE_FALLBACK:-deep}}') },
+      { PIPE_NAME: 'lessons' },
+    );
     expect(pipeline!.def.name).toBe('lessons-${x}-deep');
   });
 
   it('positions an unset variable with no default', async () => {
     const { text } = await withEdit({ 'stages/transform.yaml': (yaml) => yaml.replace('dir: examples/artifacts', 'dir: ${ARTIFACT_DIR}') });
     const line = lineOf('stages/transform.yaml', 'dir: examples/artifacts');
-    expect(text).toEqual([`stages/transform.yaml:${line}:8: environment variable ARTIFACT_DIR is not set\n  hint: set the variable, or give a default with \${NAME:-default}`]);
+    expect(text).toEqual([
+      `stages/transform.yaml:${line}:8: environment variable ARTIFACT_DIR is not set\n  hint: set the variable, or give a default with \${NAME:-default}`,
+    ]);
   });
 
   it('leaves prompt templates ({{path}}) alone', async () => {
@@ -122,21 +167,80 @@ describe('interpolation', () => {
 
 describe('cross-file rules', () => {
   it.each([
-    ['a review command naming an unknown event', { 'stages/review.yaml': (yaml: string) => yaml.replace('event: defer', 'event: postpone') }, /stages\/review\.yaml:\d+:\d+: unknown event "postpone"/],
-    ['a judge stage naming an unknown rubric', { 'stages/judge.yaml': (yaml: string) => yaml.replace('org: lesson-promotion', 'org: lesson-promo') }, /stages\/judge\.yaml:\d+:\d+: unknown rubric "lesson-promo"\n {2}hint: did you mean "lesson-promotion"\?/],
-    ['a judge type with no provider', { 'rubrics/lesson-promotion.yaml': (yaml: string) => yaml.replace('[standard, adversarial]', '[standard, adversarial, skeptic]') }, /rubrics\/lesson-promotion\.yaml:\d+:\d+: judge type "skeptic" has no provider in stages\/judge\.yaml/],
-    ['a judge mapped to an unknown provider', { 'stages/judge.yaml': (yaml: string) => yaml.replace('standard: standard-checks', 'standard: standard-chekcs') }, /unknown provider "standard-chekcs"\n {2}hint: did you mean "standard-checks"\?/],
-    ['an unknown guard', { 'machines/lesson.yaml': (yaml: string) => yaml.replace('guard: jury_checks_independence', 'guard: jury_check') }, /machines\/lesson\.yaml:\d+:16: unknown guard "jury_check"/],
-    ['an unknown effect', { 'machines/lesson.yaml': (yaml: string) => yaml.replace('actions: [record_pass]', 'actions: [record_passing]') }, /unknown effect "record_passing"\n {2}hint: did you mean "record_pass"\?/],
+    [
+      'a review command naming an unknown event',
+      { 'stages/review.yaml': (yaml: string) => yaml.replace('event: defer', 'event: postpone') },
+      /stages\/review\.yaml:\d+:\d+: unknown event "postpone"/,
+    ],
+    [
+      'a judge stage naming an unknown rubric',
+      { 'stages/judge.yaml': (yaml: string) => yaml.replace('org: lesson-promotion', 'org: lesson-promo') },
+      /stages\/judge\.yaml:\d+:\d+: unknown rubric "lesson-promo"\n {2}hint: did you mean "lesson-promotion"\?/,
+    ],
+    [
+      'a judge type with no provider',
+      { 'rubrics/lesson-promotion.yaml': (yaml: string) => yaml.replace('[standard, adversarial]', '[standard, adversarial, skeptic]') },
+      /rubrics\/lesson-promotion\.yaml:\d+:\d+: judge type "skeptic" has no provider in stages\/judge\.yaml/,
+    ],
+    [
+      'a judge mapped to an unknown provider',
+      { 'stages/judge.yaml': (yaml: string) => yaml.replace('standard: standard-checks', 'standard: standard-chekcs') },
+      /unknown provider "standard-chekcs"\n {2}hint: did you mean "standard-checks"\?/,
+    ],
+    [
+      'an unknown guard',
+      { 'machines/lesson.yaml': (yaml: string) => yaml.replace('guard: jury_checks_independence', 'guard: jury_check') },
+      /machines\/lesson\.yaml:\d+:16: unknown guard "jury_check"/,
+    ],
+    [
+      'an unknown effect',
+      { 'machines/lesson.yaml': (yaml: string) => yaml.replace('actions: [record_pass]', 'actions: [record_passing]') },
+      /unknown effect "record_passing"\n {2}hint: did you mean "record_pass"\?/,
+    ],
     ['an unknown target state', { 'machines/lesson.yaml': (yaml: string) => yaml.replace('target: passed', 'target: pased') }, /unknown state "pased"/],
-    ['an unreachable state', { 'machines/lesson.yaml': (yaml: string) => yaml.replace('  approved:\n    description', '  limbo:\n    description: nowhere\n  approved:\n    description') }, /state "limbo" cannot be reached from the initial state "pending"/],
-    ['a review command shadowing a built-in', { 'stages/review.yaml': (yaml: string) => yaml.replace('  defer:\n    event: defer', '  status:\n    event: defer') }, /review command "status" clashes with the built-in command/],
-    ['a ledger that is not declared', { 'stages/transform.yaml': (yaml: string) => yaml.replace('ledger: declined', 'ledger: refused') }, /unknown ledger "refused"/],
-    ['an unknown expression operator', { 'stages/promote.yaml': (yaml: string) => yaml.replace('$count: verdict.judges }', '$cnt: verdict.judges }') }, /unknown expression operator "\$cnt"/],
-    ['a ledger named like the audit log', { 'pipeline.yaml': (yaml: string) => yaml.replace('passed: passed.jsonl', 'passed: events.jsonl') }, /pipeline\.yaml:\d+:\d+: "events\.jsonl" is the audit log's name/],
-    ['a criterion named __proto__', { 'rubrics/lesson-promotion.yaml': (yaml: string) => yaml.replace('name: generality', 'name: __proto__') }, /rubrics\/lesson-promotion\.yaml:\d+:\d+: /],
-    ['a move to something that is not a collection', { 'machines/lesson.yaml': (yaml: string) => yaml.replace('{ move: approved, to: archived }', '{ move: approved, to: [archived] }') }, /machines\/lesson\.yaml:\d+:\d+: a move's to names a collection \(lower-case letters, digits, _ or -\), got \["archived"\]/],
-    ['nested states', { 'machines/lesson.yaml': (yaml: string) => yaml.replace('  passed:\n    description:', '  passed:\n    states: { inner: {} }\n    description:') }, /nested states are not supported/],
+    [
+      'an unreachable state',
+      {
+        'machines/lesson.yaml': (yaml: string) =>
+          yaml.replace('  approved:\n    description', '  limbo:\n    description: nowhere\n  approved:\n    description'),
+      },
+      /state "limbo" cannot be reached from the initial state "pending"/,
+    ],
+    [
+      'a review command shadowing a built-in',
+      { 'stages/review.yaml': (yaml: string) => yaml.replace('  defer:\n    event: defer', '  status:\n    event: defer') },
+      /review command "status" clashes with the built-in command/,
+    ],
+    [
+      'a ledger that is not declared',
+      { 'stages/transform.yaml': (yaml: string) => yaml.replace('ledger: declined', 'ledger: refused') },
+      /unknown ledger "refused"/,
+    ],
+    [
+      'an unknown expression operator',
+      { 'stages/promote.yaml': (yaml: string) => yaml.replace('$count: verdict.judges }', '$cnt: verdict.judges }') },
+      /unknown expression operator "\$cnt"/,
+    ],
+    [
+      'a ledger named like the audit log',
+      { 'pipeline.yaml': (yaml: string) => yaml.replace('passed: passed.jsonl', 'passed: events.jsonl') },
+      /pipeline\.yaml:\d+:\d+: "events\.jsonl" is the audit log's name/,
+    ],
+    [
+      'a criterion named __proto__',
+      { 'rubrics/lesson-promotion.yaml': (yaml: string) => yaml.replace('name: generality', 'name: __proto__') },
+      /rubrics\/lesson-promotion\.yaml:\d+:\d+: /,
+    ],
+    [
+      'a move to something that is not a collection',
+      { 'machines/lesson.yaml': (yaml: string) => yaml.replace('{ move: approved, to: archived }', '{ move: approved, to: [archived] }') },
+      /machines\/lesson\.yaml:\d+:\d+: a move's to names a collection \(lower-case letters, digits, _ or -\), got \["archived"\]/,
+    ],
+    [
+      'nested states',
+      { 'machines/lesson.yaml': (yaml: string) => yaml.replace('  passed:\n    description:', '  passed:\n    states: { inner: {} }\n    description:') },
+      /nested states are not supported/,
+    ],
   ])('refuses %s, with its position', async (_name, edits, message) => {
     const { text, pipeline } = await withEdit(edits);
     expect(pipeline).toBeUndefined();
@@ -146,7 +250,9 @@ describe('cross-file rules', () => {
   it('warns (without failing) when unanimous cannot differ from majority at its panel size', async () => {
     const { pipeline, issues } = await withEdit({ 'rubrics/lesson-promotion.yaml': (yaml) => yaml.replace('gate_policy: majority', 'gate_policy: unanimous') });
     expect(pipeline).toBeDefined();
-    expect(issues.map((issue) => [issue.severity, formatIssue(issue)])).toEqual([['warning', expect.stringMatching(/rubrics\/lesson-promotion\.yaml:\d+:14: unanimous on a panel of 2 cannot differ from majority/)]]);
+    expect(issues.map((issue) => [issue.severity, formatIssue(issue)])).toEqual([
+      ['warning', expect.stringMatching(/rubrics\/lesson-promotion\.yaml:\d+:14: unanimous on a panel of 2 cannot differ from majority/)],
+    ]);
   });
 
   it('names a stage file that cannot be read on the line of pipeline.yaml that lists it', async () => {

@@ -58,7 +58,11 @@ describe('criteria no judge can score', () => {
 
   it('only warns about an unscored criterion the gate does not need (no floor, coverage still met)', async () => {
     const dir = copyPipeline();
-    const criteria = ['  - { name: grounding, weight: 0.45, min_pass: 0.7 }', '  - { name: scope_accuracy, weight: 0.35, min_pass: 0.7 }', '  - { name: novelty, weight: 0.20 }'];
+    const criteria = [
+      '  - { name: grounding, weight: 0.45, min_pass: 0.7 }',
+      '  - { name: scope_accuracy, weight: 0.35, min_pass: 0.7 }',
+      '  - { name: novelty, weight: 0.20 }',
+    ];
     edit(dir, 'rubrics/lesson-promotion.yaml', /criteria:\n[\s\S]*?score_threshold/, `criteria:\n${criteria.join('\n')}\nscore_threshold`);
     const ran = await runIn(['validate', '--dir', dir], {});
     expect(ran.code).toBe(0);
@@ -129,7 +133,9 @@ describe('unset variables in providers no stage uses', () => {
     const validate = await runIn(['validate', '--dir', dir], env);
     expect(validate.code).toBe(0);
     // ollama is left out of what was loaded
-    expect(validate.stdout).toContain('providers mapper (map), standard-checks (checks), adversarial-checks (checks), claude (command), anthropic (anthropic)\n');
+    expect(validate.stdout).toContain(
+      'providers mapper (map), standard-checks (checks), adversarial-checks (checks), claude (command), anthropic (anthropic)\n',
+    );
   });
 
   it('are still an error in a provider a stage uses', async () => {

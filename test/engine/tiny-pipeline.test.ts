@@ -34,7 +34,15 @@ describe('a second pipeline, different in every name', () => {
     expect(panel.code, panel.stderr).toBe(0);
     expect(JSON.parse(panel.stdout).counts).toMatchObject({ published: 1, declined: 1 });
 
-    expect(JSON.parse((await cli('status', '--json')).stdout)).toEqual({ draft: 0, dropped: 1, submitted: 0, screened_out: 1, shortlisted: 0, published: 1, declined: 1 });
+    expect(JSON.parse((await cli('status', '--json')).stdout)).toEqual({
+      draft: 0,
+      dropped: 1,
+      submitted: 0,
+      screened_out: 1,
+      shortlisted: 0,
+      published: 1,
+      declined: 1,
+    });
     const published = JSON.parse((await cli('show', one, '--json')).stdout);
     expect(Object.keys(published)).toEqual(['id', 'source_id', 'opened_on', 'status', 'paper', 'accepted_on', 'screening', 'ruling', 'archived_on']);
     expect(published.ruling).toMatchObject({ rubric_id: 'ruling', passed: true, reason: 'gate_passed' });
@@ -48,7 +56,10 @@ describe('a second pipeline, different in every name', () => {
 
     // Rubric tuning speaks the pipeline's names: published → declined.
     const stricter = path.join(tempDir('pipeline-tiny-rubric-'), 'ruling.yaml');
-    writeFileSync(stricter, 'id: ruling\ncriteria:\n  - { name: substance, weight: 0.6, min_pass: 0.5 }\n  - { name: clarity, weight: 0.4 }\nscore_threshold: 0.99\njudge_types: [editor, critic]\ngate_policy: majority\n');
+    writeFileSync(
+      stricter,
+      'id: ruling\ncriteria:\n  - { name: substance, weight: 0.6, min_pass: 0.5 }\n  - { name: clarity, weight: 0.4 }\nscore_threshold: 0.99\njudge_types: [editor, critic]\ngate_policy: majority\n',
+    );
     const rescore = await cli('rescore', '--rubric', stricter, '--json');
     expect(rescore.code, rescore.stderr).toBe(0);
     expect(JSON.parse(rescore.stdout).rubrics[0].counts).toEqual({ published_to_declined: 0, declined_to_published: 0, judged_to_unjudged: 0 });

@@ -25,7 +25,9 @@ describe('evaluate', () => {
     expect(value('plain')).toBe('plain');
     expect(value(3)).toBe(3);
     expect(value(null)).toBeNull();
-    expect(value({ a: { $field: 'status' }, b: [1, { $field: 'visibility' }, { $field: 'nope', default: 'd' }], c: { $match: 'empty', pattern: '(x)' } })).toEqual({ a: 'confirmed', b: [1, 'org', 'd'] });
+    expect(
+      value({ a: { $field: 'status' }, b: [1, { $field: 'visibility' }, { $field: 'nope', default: 'd' }], c: { $match: 'empty', pattern: '(x)' } }),
+    ).toEqual({ a: 'confirmed', b: [1, 'org', 'd'] });
     expect(value([{ $field: 'missing' }, 'kept'])).toEqual(['kept']);
   });
 
@@ -50,7 +52,7 @@ describe('evaluate', () => {
     expect(evaluate({ $arg: 'reason' }, context()).missing).toEqual(['--reason']);
   });
 
-  it('$now is the operation\'s timestamp and $value a literal that is not evaluated', () => {
+  it("$now is the operation's timestamp and $value a literal that is not evaluated", () => {
     expect(value({ at: { $now: true } })).toEqual({ at: NOW });
     expect(value({ $value: { $field: 'status' } })).toEqual({ $field: 'status' });
   });
@@ -74,7 +76,7 @@ describe('evaluate', () => {
     expect(evaluate({ $count: 'status' }, context())).toEqual({ value: undefined, missing: ['status'] });
   });
 
-  it('$lookup maps a field\'s value, else its default, else is missing (no inherited keys)', () => {
+  it("$lookup maps a field's value, else its default, else is missing (no inherited keys)", () => {
     expect(value({ $lookup: 'visibility', map: { org: 'internal', public: 'world' } })).toBe('internal');
     expect(value({ $lookup: 'visibility', map: { public: 'world' }, default: 'other' })).toBe('other');
     expect(evaluate({ $lookup: 'visibility', map: {} }, context()).missing).toEqual(['visibility']);
@@ -115,7 +117,10 @@ describe('evaluate', () => {
   });
 
   it('$first yields the first option with a value (an empty string is none) and records no misses', () => {
-    expect(evaluate({ $first: [{ $field: 'nope' }, { $field: 'empty' }, { $field: 'visibility' }, 'literal'] }, context())).toEqual({ value: 'org', missing: [] });
+    expect(evaluate({ $first: [{ $field: 'nope' }, { $field: 'empty' }, { $field: 'visibility' }, 'literal'] }, context())).toEqual({
+      value: 'org',
+      missing: [],
+    });
     expect(evaluate({ $first: [{ $field: 'nope' }] }, context())).toEqual({ value: undefined, missing: [] });
   });
 });

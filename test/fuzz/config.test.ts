@@ -36,12 +36,23 @@ const damage = fc.tuple(fc.constantFrom(...FILES), fc.array(mutation, { minLengt
 type Damage = [string, Mutation[]];
 
 // "Billion laughs": each level names the one before ten times.
-const ALIAS_BOMB = ['a: &a [x, x, x, x, x, x, x, x, x, x]', 'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]', 'c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]', 'd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]'].join('\n');
+const ALIAS_BOMB = [
+  'a: &a [x, x, x, x, x, x, x, x, x, x]',
+  'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]',
+  'c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]',
+  'd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]',
+].join('\n');
 /** Cases the fuzzer found once, kept so every run checks them: aliases that resolve to nothing or to too much. */
 const FOUND: Damage[] = [
   ['pipeline.yaml', [{ kind: 'retype_value', at: 0, value: '*nowhere' }]],
   ['rubrics/lesson-promotion.yaml', [{ kind: 'retype_value', at: 0.5, value: '*nowhere' }]],
-  ['pipeline.yaml', [{ kind: 'truncate', at: 0 }, { kind: 'insert_text', at: 0, text: '<<: *a' }]],
+  [
+    'pipeline.yaml',
+    [
+      { kind: 'truncate', at: 0 },
+      { kind: 'insert_text', at: 0, text: '<<: *a' },
+    ],
+  ],
   ['pipeline.yaml', [{ kind: 'insert_text', at: 0, text: `${ALIAS_BOMB}\n` }]],
   ['rubrics/lesson-promotion-public.yaml', [{ kind: 'insert_text', at: 0, text: `${ALIAS_BOMB}\n` }]],
 ];

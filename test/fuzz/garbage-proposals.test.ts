@@ -27,18 +27,35 @@ function isJsonObject(bytes: Buffer): boolean {
 }
 
 /** Garbage of every kind: never a JSON object, so never a proposal. */
-const garbage: fc.Arbitrary<Buffer> = fc.oneof(
-  fc.uint8Array({ maxLength: 200 }).map((bytes) => Buffer.from(bytes)),
-  fc.string({ maxLength: 200 }).map((text) => Buffer.from(text)),
-  fc.constantFrom('', ' ', '\n', '\uFEFF{}', 'null', 'true', '0', '"pending"', '[]', '[{"status":"pending"}]', '{"status": "pending"', '{"status": "confirmed",}').map((text) => Buffer.from(text)),
-  fc.array(fc.jsonValue(), { maxLength: 5 }).map((value) => Buffer.from(JSON.stringify(value))),
-  fc.double({ min: 0.05, max: 0.95, noNaN: true }).map((share) => {
-    const whole = `${JSON.stringify({ id: 'x', status: 'confirmed', candidate: { claim: 'a truncated proposal' } }, null, 2)}\n`;
-    return Buffer.from(whole.slice(0, Math.floor(whole.length * share)));
-  }),
-  fc.constantFrom(2_000_000, 200_000).map((size) => Buffer.from(`[${'"x",'.repeat(size / 4)}"x"]`)),
-  fc.integer({ min: 1000, max: 100_000 }).map((depth) => Buffer.from('['.repeat(depth))),
-).filter((bytes) => !isJsonObject(bytes));
+const garbage: fc.Arbitrary<Buffer> = fc
+  .oneof(
+    fc.uint8Array({ maxLength: 200 }).map((bytes) => Buffer.from(bytes)),
+    fc.string({ maxLength: 200 }).map((text) => Buffer.from(text)),
+    fc
+      .constantFrom(
+        '',
+        ' ',
+        '\n',
+        '\uFEFF{}',
+        'null',
+        'true',
+        '0',
+        '"pending"',
+        '[]',
+        '[{"status":"pending"}]',
+        '{"status": "pending"',
+        '{"status": "confirmed",}',
+      )
+      .map((text) => Buffer.from(text)),
+    fc.array(fc.jsonValue(), { maxLength: 5 }).map((value) => Buffer.from(JSON.stringify(value))),
+    fc.double({ min: 0.05, max: 0.95, noNaN: true }).map((share) => {
+      const whole = `${JSON.stringify({ id: 'x', status: 'confirmed', candidate: { claim: 'a truncated proposal' } }, null, 2)}\n`;
+      return Buffer.from(whole.slice(0, Math.floor(whole.length * share)));
+    }),
+    fc.constantFrom(2_000_000, 200_000).map((size) => Buffer.from(`[${'"x",'.repeat(size / 4)}"x"]`)),
+    fc.integer({ min: 1000, max: 100_000 }).map((depth) => Buffer.from('['.repeat(depth))),
+  )
+  .filter((bytes) => !isJsonObject(bytes));
 
 function writeGarbage(storeDir: string, files: Buffer[]): Map<string, { bytes: Buffer; mtimeMs: number }> {
   const written = new Map<string, { bytes: Buffer; mtimeMs: number }>();
@@ -71,7 +88,8 @@ describe('garbage proposal files', () => {
         for (const id of written.keys()) expect(malformed).toContain(id);
         const found: string[] = [];
         const bad: string[] = [];
-        for await (const listed of t.store.list({ status: 'confirmed' })) (listed.kind === 'found' ? found : bad).push(listed.kind === 'found' ? listed.stored.id : listed.id);
+        for await (const listed of t.store.list({ status: 'confirmed' }))
+          (listed.kind === 'found' ? found : bad).push(listed.kind === 'found' ? listed.stored.id : listed.id);
         expect(found.sort()).toEqual([...t.ids].sort());
         for (const id of written.keys()) expect(bad).toContain(id);
         for (const id of written.keys()) expect((await t.engine.read(id)).ok).toBe(false);
@@ -83,13 +101,38 @@ describe('garbage proposal files', () => {
 
   it('never abort status, list, show or a run of the real binary, each reported once by id and left as they are', async () => {
     const t = await confirmedStore(6);
-    const kinds = ['', '   \n', '{"status": "confirmed", "id": "trunc', '[1, 2, 3]', 'null', '"confirmed"', '\u0000\u00ff\u00fe garbage', '\uFEFF{"status":"confirmed"}', `[${'"x",'.repeat(500_000)}"x"]`, '['.repeat(100_000)];
-    const written = writeGarbage(t.storeDir, kinds.map((text) => Buffer.from(text)));
-    const env = { ...process.env, PIPELINE_STORE: t.storeDir, PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE, PIPELINE_CONFIG_CACHE: fileConfigCache(), NO_COLOR: '1' };
-    const pipeline = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000, maxBuffer: 64 * 1024 * 1024 });
+    const kinds = [
+      '',
+      '   \n',
+      '{"status": "confirmed", "id": "trunc',
+      '[1, 2, 3]',
+      'null',
+      '"confirmed"',
+      '\u0000\u00ff\u00fe garbage',
+      '\uFEFF{"status":"confirmed"}',
+      `[${'"x",'.repeat(500_000)}"x"]`,
+      '['.repeat(100_000),
+    ];
+    const written = writeGarbage(
+      t.storeDir,
+      kinds.map((text) => Buffer.from(text)),
+    );
+    const env = {
+      ...process.env,
+      PIPELINE_STORE: t.storeDir,
+      PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE,
+      PIPELINE_CONFIG_CACHE: fileConfigCache(),
+      NO_COLOR: '1',
+    };
+    const pipeline = (...args: string[]) =>
+      spawnSync(process.execPath, [BIN, ...args], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000, maxBuffer: 64 * 1024 * 1024 });
     const reportsEach = (stderr: string) => {
       expect(stderr).not.toMatch(/internal error|^\s+at .+:\d+:\d+\)?$/m);
-      for (const id of written.keys()) expect(stderr.split('\n').filter((line) => line.includes(id)), `${id} in\n${stderr}`).toHaveLength(1);
+      for (const id of written.keys())
+        expect(
+          stderr.split('\n').filter((line) => line.includes(id)),
+          `${id} in\n${stderr}`,
+        ).toHaveLength(1);
     };
 
     const status = pipeline('status', '--json');
@@ -101,7 +144,11 @@ describe('garbage proposal files', () => {
       expect(list.status, args.join(' ')).toBe(0);
       reportsEach(list.stderr);
     }
-    expect(JSON.parse(pipeline('list', '--state', 'confirmed', '--json').stdout).map((item: { id: string }) => item.id).sort()).toEqual([...t.ids].sort());
+    expect(
+      JSON.parse(pipeline('list', '--state', 'confirmed', '--json').stdout)
+        .map((item: { id: string }) => item.id)
+        .sort(),
+    ).toEqual([...t.ids].sort());
     const [someId] = written.keys();
     const show = pipeline('show', someId!);
     expect(show.status).toBe(1);

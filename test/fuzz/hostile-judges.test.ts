@@ -24,7 +24,24 @@ const JUDGE_KEYS = ['judge_type', 'score', 'passed', 'criterion_scores', 'feedba
 
 /** Keys a hostile judge adds to try to decide more than its verdict. */
 const intruders = fc.dictionary(
-  fc.constantFrom('status', 'id', 'verdict', 'judged_at', 'promoted_at', 'visibility', 'candidate', 'artifact_id', 'rubric_id', 'aggregate_score', 'reason', 'judges', 'judge_type', 'usage', 'constructor', 'prototype'),
+  fc.constantFrom(
+    'status',
+    'id',
+    'verdict',
+    'judged_at',
+    'promoted_at',
+    'visibility',
+    'candidate',
+    'artifact_id',
+    'rubric_id',
+    'aggregate_score',
+    'reason',
+    'judges',
+    'judge_type',
+    'usage',
+    'constructor',
+    'prototype',
+  ),
   fc.oneof(fc.constantFrom('pending', 'approved', 'private', '01JBQ0000000000000000EVIL1', 'gate_passed', 1, -1, null), fc.jsonValue({ maxDepth: 2 })),
   { maxKeys: 6 },
 );
@@ -33,7 +50,13 @@ const intruders = fc.dictionary(
 const answer: fc.Arbitrary<string> = fc.oneof(
   // Weighted towards usable verdicts, so that both seats often answer and the verdict is committed.
   { arbitrary: intruders.map((extra) => JSON.stringify({ ...VALID, ...extra })), weight: 6 },
-  fc.record({ score: fc.jsonValue(), passed: fc.jsonValue(), criterion_scores: fc.oneof(fc.jsonValue(), fc.dictionary(fc.constantFrom('grounding', 'generality', 'bogus', '__proto__'), fc.jsonValue())) }).map((value) => JSON.stringify({ ...VALID, ...value })),
+  fc
+    .record({
+      score: fc.jsonValue(),
+      passed: fc.jsonValue(),
+      criterion_scores: fc.oneof(fc.jsonValue(), fc.dictionary(fc.constantFrom('grounding', 'generality', 'bogus', '__proto__'), fc.jsonValue())),
+    })
+    .map((value) => JSON.stringify({ ...VALID, ...value })),
   fc.constantFrom(
     `{"score":0.9,"passed":true,"criterion_scores":{"grounding":0.9,"scope_accuracy":0.9,"generality":0.9,"disclosure":0.95,"__proto__":{"polluted":1}},"__proto__":{"polluted":1,"status":"pending"}}`,
     `{"score":0.9,"passed":true,"criterion_scores":${JSON.stringify(SCORES)},"constructor":{"prototype":{"polluted":1}},"usage":{"tokens_in":"many","__proto__":{"polluted":1}}}`,
@@ -51,7 +74,14 @@ const answer: fc.Arbitrary<string> = fc.oneof(
 );
 
 function hostile(name: string, text: () => string): Provider {
-  return { name, kind: 'command', paid: false, model: 'hostile', deterministic: false, call: async (): Promise<ProviderResult> => ({ ok: true, text: text(), usage: { tokens_in: 1, tokens_out: 1 } }) };
+  return {
+    name,
+    kind: 'command',
+    paid: false,
+    model: 'hostile',
+    deterministic: false,
+    call: async (): Promise<ProviderResult> => ({ ok: true, text: text(), usage: { tokens_in: 1, tokens_out: 1 } }),
+  };
 }
 
 function expectOnlyVerdictFields(before: Record<string, unknown>, after: Record<string, any>, seats: string[], criteria: string[]): void {
@@ -111,11 +141,30 @@ describe('hostile judge output', () => {
 
   it('keeps intruding fields out of the proposal and the pool entry in a whole judge run', async () => {
     const t = await confirmedStore(6, ['org', 'public']);
-    const greedy = JSON.stringify({ ...VALID, status: 'pending', id: 'EVIL', visibility: 'private', verdict: { passed: true }, promoted_at: 'never', author_key: 'evil' }).replace(/}$/, ',"__proto__":{"polluted":1}}');
+    const greedy = JSON.stringify({
+      ...VALID,
+      status: 'pending',
+      id: 'EVIL',
+      visibility: 'private',
+      verdict: { passed: true },
+      promoted_at: 'never',
+      author_key: 'evil',
+    }).replace(/}$/, ',"__proto__":{"polluted":1}}');
     const providers = { get: (name: string) => hostile(name, () => greedy) };
-    const before = new Map(t.ids.map((id) => [id, JSON.parse(readFileSync(path.join(t.storeDir, 'proposals', `${id}.json`), 'utf8')) as Record<string, unknown>]));
+    const before = new Map(
+      t.ids.map((id) => [id, JSON.parse(readFileSync(path.join(t.storeDir, 'proposals', `${id}.json`), 'utf8')) as Record<string, unknown>]),
+    );
     const summary = await runStage(t.engine, t.pipeline.stages.find((stage) => stage.name === 'judge')!, {
-      concurrency: 4, dryRun: false, yes: true, useCache: false, cwd: ROOT, interactive: false, ask: async () => false, progress: () => ({ tick() {}, done() {} }), note: () => {}, providers,
+      concurrency: 4,
+      dryRun: false,
+      yes: true,
+      useCache: false,
+      cwd: ROOT,
+      interactive: false,
+      ask: async () => false,
+      progress: () => ({ tick() {}, done() {} }),
+      note: () => {},
+      providers,
     });
     expect(summary.counts['approved']).toBe(t.ids.length);
     for (const id of t.ids) {

@@ -25,13 +25,25 @@ type Answer = (request: ProviderRequest) => ProviderResult | Promise<ProviderRes
 /** A provider with a scripted answer that counts its calls; `kind` decides caching and parsing. */
 function fake(name: string, answer: Answer, kind: Provider['kind'] = 'command'): Provider & { calls: ProviderRequest[] } {
   const calls: ProviderRequest[] = [];
-  return { name, kind, paid: kind !== 'checks', model: 'test-model', deterministic: kind === 'checks', calls, async call(request) { calls.push(request); return answer(request); } };
+  return {
+    name,
+    kind,
+    paid: kind !== 'checks',
+    model: 'test-model',
+    deterministic: kind === 'checks',
+    calls,
+    async call(request) {
+      calls.push(request);
+      return answer(request);
+    },
+  };
 }
 
 const allGood = { grounding: 0.9, scope_accuracy: 0.9, generality: 0.9, disclosure: 0.95 };
 const usage = { tokens_in: 120, tokens_out: 30 };
 const text = (value: unknown): ProviderResult => ({ ok: true, text: typeof value === 'string' ? value : JSON.stringify(value), usage });
-const verdict = (passed = true, scores: Record<string, number> = allGood, score = 0.9) => text({ score, passed, criterion_scores: scores, feedback_summary: 'fine' });
+const verdict = (passed = true, scores: Record<string, number> = allGood, score = 0.9) =>
+  text({ score, passed, criterion_scores: scores, feedback_summary: 'fine' });
 
 function panel(standard: Answer, adversarial: Answer = standard) {
   const providers = { standard: fake('std', standard), adversarial: fake('adv', adversarial) };
@@ -75,7 +87,15 @@ describe('rubric by visibility', () => {
     expect(providers.standard.calls).toHaveLength(0);
     expect(providers.adversarial.calls).toHaveLength(0);
     const value = read(id);
-    expect(value.verdict).toEqual({ rubric_id: null, gate_policy: null, score_threshold: null, aggregate_score: null, passed: true, reason: 'private_no_jury', judges: [] });
+    expect(value.verdict).toEqual({
+      rubric_id: null,
+      gate_policy: null,
+      score_threshold: null,
+      aggregate_score: null,
+      passed: true,
+      reason: 'private_no_jury',
+      judges: [],
+    });
     expect(value.judged_at).toMatch(/Z$/);
   });
 
@@ -85,7 +105,13 @@ describe('rubric by visibility', () => {
     const { providers, source } = panel(() => verdict());
     await judge(orgId, source);
     await judge(pubId, source);
-    expect(read(orgId).verdict).toMatchObject({ rubric_id: 'lesson-promotion', gate_policy: 'majority', score_threshold: 0.75, passed: true, reason: 'gate_passed' });
+    expect(read(orgId).verdict).toMatchObject({
+      rubric_id: 'lesson-promotion',
+      gate_policy: 'majority',
+      score_threshold: 0.75,
+      passed: true,
+      reason: 'gate_passed',
+    });
     expect(read(pubId).verdict).toMatchObject({ rubric_id: 'lesson-promotion-public', passed: true });
     expect(providers.standard.calls.map((call) => call.env['PIPELINE_JUDGE_TYPE'])).toEqual(['standard', 'standard']);
     expect(providers.adversarial.calls.map((call) => call.env['PIPELINE_PROPOSAL_ID'])).toEqual([orgId, pubId]);
@@ -93,7 +119,9 @@ describe('rubric by visibility', () => {
 
   it('records each validated judge with its usage and the seat as judge_type', async () => {
     const id = await confirmed('org');
-    const { source } = panel(() => text({ judge_type: 'supreme', score: 0.9, passed: true, criterion_scores: { ...allGood, charm: 1 }, status: 'approved', extra: 'x' }));
+    const { source } = panel(() =>
+      text({ judge_type: 'supreme', score: 0.9, passed: true, criterion_scores: { ...allGood, charm: 1 }, status: 'approved', extra: 'x' }),
+    );
     await judge(id, source);
     expect(read(id).verdict.judges).toEqual([
       { judge_type: 'standard', score: 0.9, passed: true, criterion_scores: { grounding: 0.9, scope_accuracy: 0.9, generality: 0.9 }, usage },
@@ -103,7 +131,10 @@ describe('rubric by visibility', () => {
 
   it('rejects a split panel with jury_not_majority and keeps the file', async () => {
     const id = await confirmed('org');
-    const { source } = panel(() => verdict(true), () => verdict(false));
+    const { source } = panel(
+      () => verdict(true),
+      () => verdict(false),
+    );
     const result = await judge(id, source);
     expect(result.outcome).toMatchObject({ kind: 'committed', to: 'rejected' });
     expect(read(id).verdict).toMatchObject({ passed: false, reason: 'jury_not_majority' });
@@ -111,7 +142,10 @@ describe('rubric by visibility', () => {
 
   it('rejects public disclosure 0.4 with criterion_floor / failed_criterion disclosure', async () => {
     const id = await confirmed('public');
-    const { source } = panel(() => verdict(true, { ...allGood, disclosure: 1 }), () => verdict(true, { ...allGood, disclosure: 0.4 }));
+    const { source } = panel(
+      () => verdict(true, { ...allGood, disclosure: 1 }),
+      () => verdict(true, { ...allGood, disclosure: 0.4 }),
+    );
     await judge(id, source);
     expect(read(id).verdict).toMatchObject({ passed: false, reason: 'criterion_floor', failed_criterion: 'disclosure' });
     expect(read(id).status).toBe('rejected');
@@ -119,7 +153,9 @@ describe('rubric by visibility', () => {
 
   it('reads verdicts wrapped in prose and code fences', async () => {
     const id = await confirmed('org');
-    const { source } = panel(() => text(`Here is my verdict:\n\n\`\`\`json\n${JSON.stringify({ score: 0.9, passed: true, criterion_scores: allGood })}\n\`\`\`\nThanks.`));
+    const { source } = panel(() =>
+      text(`Here is my verdict:\n\n\`\`\`json\n${JSON.stringify({ score: 0.9, passed: true, criterion_scores: allGood })}\n\`\`\`\nThanks.`),
+    );
     expect((await judge(id, source)).outcome).toMatchObject({ kind: 'committed', to: 'approved' });
   });
 });
@@ -129,7 +165,11 @@ describe('could not be judged: no transition, nothing written', () => {
     ['an unparseable answer', () => text('I think it is fine.'), /not JSON/],
     ['a wrong-typed passed', () => text({ score: 0.9, passed: 'yes', criterion_scores: allGood }), /passed is not true or false/],
     ['a score out of range', () => text({ score: 30, passed: true, criterion_scores: allGood }), /outside \[0, 1\]/],
-    ['a criterion score out of range', () => text({ score: 0.9, passed: true, criterion_scores: { ...allGood, disclosure: 30 } }), /disclosure score 30 is outside/],
+    [
+      'a criterion score out of range',
+      () => text({ score: 0.9, passed: true, criterion_scores: { ...allGood, disclosure: 30 } }),
+      /disclosure score 30 is outside/,
+    ],
     ['an outage', () => ({ ok: false as const, outage: 'HTTP 503 (gave up after 3 attempts)' }), /no usable answer: HTTP 503/],
     ['an over-large answer', () => text(`{"score": 0.9, "pad": "${'x'.repeat(1024 * 1024)}"}`), /larger than/],
   ])('with %s from one judge', async (_name, answer, reason) => {
@@ -148,10 +188,13 @@ describe('could not be judged: no transition, nothing written', () => {
 
   it('when the proposal changed while it was being judged (a human unconfirm wins)', async () => {
     const id = await confirmed('org');
-    const { source } = panel(async () => {
-      await runReviewCommand(t.engine, findReviewCommand(t.pipeline, 'unconfirm')!, id, {}, 'cli');
-      return verdict();
-    }, () => verdict());
+    const { source } = panel(
+      async () => {
+        await runReviewCommand(t.engine, findReviewCommand(t.pipeline, 'unconfirm')!, id, {}, 'cli');
+        return verdict();
+      },
+      () => verdict(),
+    );
     const result = await judge(id, source);
     expect(result.outcome).toMatchObject({ kind: 'unjudged', reason: 'the proposal changed while it was being judged' });
     expect(read(id).status).toBe('pending');
@@ -172,8 +215,16 @@ describe('could not be judged: no transition, nothing written', () => {
 
   it('for external verdicts that are not a JSON array, even at a tier with no jury', async () => {
     const id = await confirmed('private');
-    await expectUnjudged(id, async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: false, reason: 'the verdicts are not valid JSON' }, { actor: 'cli' }), /not valid JSON/);
-    await expectUnjudged(id, async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: true, value: 'approve' }, { actor: 'cli' }), /not a JSON array/);
+    await expectUnjudged(
+      id,
+      async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: false, reason: 'the verdicts are not valid JSON' }, { actor: 'cli' }),
+      /not valid JSON/,
+    );
+    await expectUnjudged(
+      id,
+      async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: true, value: 'approve' }, { actor: 'cli' }),
+      /not a JSON array/,
+    );
     const approved = await judgeWithVerdicts(t.engine, stage, await stored(id), { ok: true, value: [] }, { actor: 'cli' });
     expect(approved.outcome).toMatchObject({ kind: 'committed', to: 'approved' });
   });
@@ -212,7 +263,10 @@ describe('refusals', () => {
     const rejected = await confirmed('org');
     await judge(approved, panel(() => verdict()).source);
     await judge(rejected, panel(() => verdict(false)).source);
-    for (const [id, status] of [[approved, 'approved'], [rejected, 'rejected']] as const) {
+    for (const [id, status] of [
+      [approved, 'approved'],
+      [rejected, 'rejected'],
+    ] as const) {
       const outcome = await runReviewCommand(t.engine, findReviewCommand(t.pipeline, 'unconfirm')!, id, {}, 'cli');
       expect(outcome.kind === 'refused' && outcome.message).toMatch(new RegExp(`${id} is ${status}`));
     }
@@ -222,10 +276,16 @@ describe('refusals', () => {
 describe('the answer cache', () => {
   it('pays for nothing twice: a re-run uses the validated answers already paid for', async () => {
     const id = await confirmed('org');
-    const first = panel(() => ({ ok: false, outage: 'HTTP 503' }), () => verdict());
+    const first = panel(
+      () => ({ ok: false, outage: 'HTTP 503' }),
+      () => verdict(),
+    );
     await judge(id, first.source);
     expect(first.providers.adversarial.calls).toHaveLength(1);
-    const second = panel(() => verdict(), () => verdict());
+    const second = panel(
+      () => verdict(),
+      () => verdict(),
+    );
     const result = await judge(id, second.source);
     expect(result.outcome.kind).toBe('committed');
     expect(second.providers.adversarial.calls).toHaveLength(0);
@@ -235,8 +295,17 @@ describe('the answer cache', () => {
 
   it('never caches an answer that failed validation, and --no-cache bypasses the cache', async () => {
     const id = await confirmed('org');
-    await judge(id, panel(() => text({ score: 2, passed: true }), () => verdict()).source);
-    const second = panel(() => verdict(), () => verdict());
+    await judge(
+      id,
+      panel(
+        () => text({ score: 2, passed: true }),
+        () => verdict(),
+      ).source,
+    );
+    const second = panel(
+      () => verdict(),
+      () => verdict(),
+    );
     const { readdirSync } = await import('node:fs');
     const cached = readdirSync(path.join(t.storeDir, 'cache')).length;
     await judge(id, second.source, false);
@@ -249,7 +318,11 @@ describe('the answer cache', () => {
 describe('token usage', () => {
   it('keeps null for unknown usage, never 0', async () => {
     const id = await confirmed('org');
-    const { source } = panel(() => ({ ok: true, text: JSON.stringify({ score: 0.9, passed: true, criterion_scores: allGood }), usage: { tokens_in: null, tokens_out: null } }));
+    const { source } = panel(() => ({
+      ok: true,
+      text: JSON.stringify({ score: 0.9, passed: true, criterion_scores: allGood }),
+      usage: { tokens_in: null, tokens_out: null },
+    }));
     await judge(id, source);
     expect(read(id).verdict.judges[0].usage).toEqual({ tokens_in: null, tokens_out: null });
   });
@@ -273,7 +346,9 @@ describe('the shipped offline judges', () => {
   it('reject a public proposal that leaks a token, for its disclosure floor', async () => {
     const { Providers } = await import('../../engine/providers/index.js');
     const providers = new Providers(t.pipeline, { env: {}, now: () => t.engine.now(), concurrency: 2 });
-    const id = await confirmed('public', { rationale: 'Publishing failed until the token was set: api_key=pypi-AgEIcHlwaS5vcmcCJGM3ZTYx in the release script.' });
+    const id = await confirmed('public', {
+      rationale: 'Publishing failed until the token was set: api_key=pypi-AgEIcHlwaS5vcmcCJGM3ZTYx in the release script.',
+    });
     await judge(id, providers);
     expect(read(id).verdict).toMatchObject({ passed: false, reason: 'criterion_floor', failed_criterion: 'disclosure' });
   });
@@ -287,7 +362,19 @@ describe('runs', () => {
     const other = openFileStore(t.pipeline, t.storeDir);
     const claim = await other.claim(stage.name, { keys: [held] }, 1, 60_000);
     const notes: string[] = [];
-    const summary = await runStage(t.engine, stage, { concurrency: 2, dryRun: false, yes: true, useCache: true, cwd: t.storeDir, interactive: false, ask: async () => false, progress: () => ({ tick() {}, done() {} }), note: (line) => notes.push(line), providers: panel(() => verdict()).source, heldGraceMs: 50 });
+    const summary = await runStage(t.engine, stage, {
+      concurrency: 2,
+      dryRun: false,
+      yes: true,
+      useCache: true,
+      cwd: t.storeDir,
+      interactive: false,
+      ask: async () => false,
+      progress: () => ({ tick() {}, done() {} }),
+      note: (line) => notes.push(line),
+      providers: panel(() => verdict()).source,
+      heldGraceMs: 50,
+    });
     await other.release(claim.leases);
     expect(summary.counts).toMatchObject({ approved: 1, held_by_another_run: 1 });
     expect(summary.unjudged).toEqual([held]);
@@ -304,7 +391,18 @@ describe('promotion right after a verdict', () => {
     const { runStage } = await import('../../engine/stages/index.js');
     const id = await confirmed('org');
     const notes: string[] = [];
-    const summary = await runStage(t.engine, stage, { concurrency: 2, dryRun: false, yes: true, useCache: true, cwd: t.storeDir, interactive: false, ask: async () => false, progress: () => ({ tick() {}, done() {} }), note: (line) => notes.push(line), providers: panel(() => verdict()).source });
+    const summary = await runStage(t.engine, stage, {
+      concurrency: 2,
+      dryRun: false,
+      yes: true,
+      useCache: true,
+      cwd: t.storeDir,
+      interactive: false,
+      ask: async () => false,
+      progress: () => ({ tick() {}, done() {} }),
+      note: (line) => notes.push(line),
+      providers: panel(() => verdict()).source,
+    });
     expect(summary.counts['approved']).toBe(1);
     expect(notes.join('\n')).toMatch(/promotion failed: .*malformed/);
     expect(read(id).status).toBe('approved');

@@ -25,7 +25,11 @@ describe('panel and coverage', () => {
   });
 
   it('is unjudged with one judge, three judges or two of one type', () => {
-    for (const judges of [[judge('standard', true, good)], [judge('standard', true, good), judge('adversarial', true, good), judge('standard', true, good)], [judge('standard', true, good), judge('standard', true, good)]]) {
+    for (const judges of [
+      [judge('standard', true, good)],
+      [judge('standard', true, good), judge('adversarial', true, good), judge('standard', true, good)],
+      [judge('standard', true, good), judge('standard', true, good)],
+    ]) {
       const decision = decideJury(org, judges);
       expect(decision.ok).toBe(false);
       expect(!decision.ok && decision.reason).toMatch(/is not the rubric's/);
@@ -51,7 +55,10 @@ describe('panel and coverage', () => {
 
 describe('aggregate', () => {
   it('is the weighted mean of per-criterion means, unrounded', () => {
-    const judges = [judge('standard', true, { grounding: 0.9, scope_accuracy: 0.8, generality: 0.7 }), judge('adversarial', true, { grounding: 0.7, scope_accuracy: 0.6, generality: 0.9 })];
+    const judges = [
+      judge('standard', true, { grounding: 0.9, scope_accuracy: 0.8, generality: 0.7 }),
+      judge('adversarial', true, { grounding: 0.7, scope_accuracy: 0.6, generality: 0.9 }),
+    ];
     // grounding 0.8, scope 0.7, generality 0.8 → 0.45·0.8 + 0.35·0.7 + 0.2·0.8 = 0.765
     expect(aggregate(org, judges)).toBeCloseTo(0.765, 12);
   });
@@ -72,8 +79,22 @@ describe('aggregate', () => {
 describe('gate', () => {
   it('passes a clean panel with gate_passed and no failed_criterion key', () => {
     const decision = decideJury(org, [judge('standard', true, good), judge('adversarial', true, good)]);
-    expect(decision.ok && decision.verdict).toMatchObject({ passed: true, reason: 'gate_passed', rubric_id: 'lesson-promotion', gate_policy: 'majority', score_threshold: 0.75 });
-    expect(decision.ok && Object.keys(decision.verdict)).toEqual(['rubric_id', 'gate_policy', 'score_threshold', 'aggregate_score', 'passed', 'reason', 'judges']);
+    expect(decision.ok && decision.verdict).toMatchObject({
+      passed: true,
+      reason: 'gate_passed',
+      rubric_id: 'lesson-promotion',
+      gate_policy: 'majority',
+      score_threshold: 0.75,
+    });
+    expect(decision.ok && Object.keys(decision.verdict)).toEqual([
+      'rubric_id',
+      'gate_policy',
+      'score_threshold',
+      'aggregate_score',
+      'passed',
+      'reason',
+      'judges',
+    ]);
   });
 
   it('rejects a split panel with jury_not_majority even when the aggregate clears the threshold', () => {
@@ -91,22 +112,34 @@ describe('gate', () => {
 
   it('rejects below the threshold with below_threshold', () => {
     const low = { grounding: 0.72, scope_accuracy: 0.71, generality: 0.65 };
-    expect(decideJury(org, [judge('standard', true, low), judge('adversarial', true, low)])).toMatchObject({ ok: true, verdict: { passed: false, reason: 'below_threshold' } });
+    expect(decideJury(org, [judge('standard', true, low), judge('adversarial', true, low)])).toMatchObject({
+      ok: true,
+      verdict: { passed: false, reason: 'below_threshold' },
+    });
   });
 
   it('rejects a public proposal with disclosure 0.4 for criterion_floor, failed_criterion disclosure', () => {
-    const decision = decideJury(pub, [judge('standard', true, { ...goodPublic, grounding: 1, scope_accuracy: 1, generality: 1, disclosure: 1 }), judge('adversarial', true, { grounding: 1, scope_accuracy: 1, generality: 1, disclosure: 0.4 })]);
+    const decision = decideJury(pub, [
+      judge('standard', true, { ...goodPublic, grounding: 1, scope_accuracy: 1, generality: 1, disclosure: 1 }),
+      judge('adversarial', true, { grounding: 1, scope_accuracy: 1, generality: 1, disclosure: 0.4 }),
+    ]);
     expect(decision.ok && decision.verdict).toMatchObject({ passed: false, reason: 'criterion_floor', failed_criterion: 'disclosure' });
   });
 
   it('uses the lowest judge score for a floor, not the mean', () => {
     // disclosure mean 0.925 clears 0.9; the lowest (0.88) does not
-    const decision = decideJury(pub, [judge('standard', true, { ...goodPublic, disclosure: 0.97 }), judge('adversarial', true, { ...goodPublic, disclosure: 0.88 })]);
+    const decision = decideJury(pub, [
+      judge('standard', true, { ...goodPublic, disclosure: 0.97 }),
+      judge('adversarial', true, { ...goodPublic, disclosure: 0.88 }),
+    ]);
     expect(decision.ok && decision.verdict).toMatchObject({ passed: false, reason: 'criterion_floor', failed_criterion: 'disclosure' });
   });
 
   it('names the first failing criterion in rubric order', () => {
-    const decision = decideJury(pub, [judge('standard', true, { grounding: 0.95, scope_accuracy: 0.95, generality: 0.5, disclosure: 0.5 }), judge('adversarial', true, { grounding: 0.95, scope_accuracy: 0.95, generality: 0.95, disclosure: 0.95 })]);
+    const decision = decideJury(pub, [
+      judge('standard', true, { grounding: 0.95, scope_accuracy: 0.95, generality: 0.5, disclosure: 0.5 }),
+      judge('adversarial', true, { grounding: 0.95, scope_accuracy: 0.95, generality: 0.95, disclosure: 0.95 }),
+    ]);
     expect(decision.ok && decision.verdict.failed_criterion).toBe('generality');
   });
 
@@ -127,8 +160,24 @@ describe('gate', () => {
 
 describe('verdicts are untrusted data', () => {
   it('keeps only the declared fields and the rubric criteria, and sets judge_type to the seat', () => {
-    const checked = checkVerdict({ judge_type: 'god', score: 0.8, passed: true, criterion_scores: { grounding: 0.9, charm: 1 }, status: 'approved', verdict: { passed: true }, feedback_summary: 'ok', confidence: 0.7 }, org, { seat: 'standard', usage });
-    expect(checked).toEqual({ ok: true, verdict: { judge_type: 'standard', score: 0.8, passed: true, criterion_scores: { grounding: 0.9 }, feedback_summary: 'ok', confidence: 0.7, usage } });
+    const checked = checkVerdict(
+      {
+        judge_type: 'god',
+        score: 0.8,
+        passed: true,
+        criterion_scores: { grounding: 0.9, charm: 1 },
+        status: 'approved',
+        verdict: { passed: true },
+        feedback_summary: 'ok',
+        confidence: 0.7,
+      },
+      org,
+      { seat: 'standard', usage },
+    );
+    expect(checked).toEqual({
+      ok: true,
+      verdict: { judge_type: 'standard', score: 0.8, passed: true, criterion_scores: { grounding: 0.9 }, feedback_summary: 'ok', confidence: 0.7, usage },
+    });
   });
 
   it.each([
@@ -151,24 +200,37 @@ describe('verdicts are untrusted data', () => {
 describe('properties', () => {
   const score = fc.double({ min: 0, max: 1, noNaN: true });
   const verdictFor = (judge_type: string) =>
-    fc.record({ passed: fc.boolean(), score, g: score, s: score, q: score, d: score }).map(({ passed, score: overall, g, s, q, d }) => judge(judge_type, passed, { grounding: g, scope_accuracy: s, generality: q, disclosure: d }, overall));
+    fc
+      .record({ passed: fc.boolean(), score, g: score, s: score, q: score, d: score })
+      .map(({ passed, score: overall, g, s, q, d }) => judge(judge_type, passed, { grounding: g, scope_accuracy: s, generality: q, disclosure: d }, overall));
 
   it('decides the same whatever the order of the judges', () => {
     const three: Rubric = { ...pub, judge_types: ['standard', 'adversarial', 'standard'] };
     fc.assert(
-      fc.property(fc.tuple(verdictFor('standard'), verdictFor('adversarial'), verdictFor('standard')), fc.constantFrom<Rubric['gate_policy']>('majority', 'unanimous'), (judges, policy) => {
-        const rubric = { ...three, gate_policy: policy };
-        const first = decideJury(rubric, judges);
-        for (const order of [[1, 0, 2], [2, 1, 0], [0, 2, 1]]) {
-          const other = decideJury(rubric, order.map((index) => judges[index]!));
-          if (!first.ok || !other.ok) return first.ok === other.ok;
-          expect(other.verdict.passed).toBe(first.verdict.passed);
-          expect(other.verdict.reason).toBe(first.verdict.reason);
-          expect(other.verdict.failed_criterion).toBe(first.verdict.failed_criterion);
-          expect(other.verdict.aggregate_score).toBeCloseTo(first.verdict.aggregate_score!, 12);
-        }
-        return true;
-      }),
+      fc.property(
+        fc.tuple(verdictFor('standard'), verdictFor('adversarial'), verdictFor('standard')),
+        fc.constantFrom<Rubric['gate_policy']>('majority', 'unanimous'),
+        (judges, policy) => {
+          const rubric = { ...three, gate_policy: policy };
+          const first = decideJury(rubric, judges);
+          for (const order of [
+            [1, 0, 2],
+            [2, 1, 0],
+            [0, 2, 1],
+          ]) {
+            const other = decideJury(
+              rubric,
+              order.map((index) => judges[index]!),
+            );
+            if (!first.ok || !other.ok) return first.ok === other.ok;
+            expect(other.verdict.passed).toBe(first.verdict.passed);
+            expect(other.verdict.reason).toBe(first.verdict.reason);
+            expect(other.verdict.failed_criterion).toBe(first.verdict.failed_criterion);
+            expect(other.verdict.aggregate_score).toBeCloseTo(first.verdict.aggregate_score!, 12);
+          }
+          return true;
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -178,7 +240,9 @@ describe('properties', () => {
       fc.property(verdictFor('standard'), verdictFor('adversarial'), (a, b) => {
         const decision = decideJury(pub, [a, b]);
         if (!decision.ok || !decision.verdict.passed) return true;
-        return pub.criteria.every((criterion) => Math.min(a.criterion_scores[criterion.name]!, b.criterion_scores[criterion.name]!) >= criterion.min_pass! - 1e-9);
+        return pub.criteria.every(
+          (criterion) => Math.min(a.criterion_scores[criterion.name]!, b.criterion_scores[criterion.name]!) >= criterion.min_pass! - 1e-9,
+        );
       }),
       { numRuns: 500 },
     );

@@ -16,7 +16,15 @@ beforeAll(async () => {
   pipeline = await shippedPipeline();
 });
 
-const verdict = (passed: boolean) => ({ rubric_id: 'lesson-promotion', gate_policy: 'majority', score_threshold: 0.75, aggregate_score: passed ? 0.9 : 0.5, passed, reason: passed ? 'gate_passed' : 'below_threshold', judges: [] });
+const verdict = (passed: boolean) => ({
+  rubric_id: 'lesson-promotion',
+  gate_policy: 'majority',
+  score_threshold: 0.75,
+  aggregate_score: passed ? 0.9 : 0.5,
+  passed,
+  reason: passed ? 'gate_passed' : 'below_threshold',
+  judges: [],
+});
 
 /** An argument set for each event that satisfies its guards. */
 const EVENTS = [
@@ -35,7 +43,13 @@ const EVENTS = [
 ];
 
 function pendingProposal(): Proposal {
-  return { id: '01ARZ3NDEKTSV4RRFFQ69G5FAV', artifact_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV', created_at: '2026-11-01T00:00:00Z', status: 'pending', candidate: candidate({}, '01ARZ3NDEKTSV4RRFFQ69G5FAV') };
+  return {
+    id: '01ARZ3NDEKTSV4RRFFQ69G5FAV',
+    artifact_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV',
+    created_at: '2026-11-01T00:00:00Z',
+    status: 'pending',
+    candidate: candidate({}, '01ARZ3NDEKTSV4RRFFQ69G5FAV'),
+  };
 }
 
 /** Replay events through the engine's pure decision: the proposal each commit produces. */
@@ -43,7 +57,14 @@ function replay(events: readonly { type: string; args: Record<string, unknown> }
   let proposal = pendingProposal();
   const statuses = ['pending'];
   for (const event of events) {
-    const decision = decide(pipeline.lifecycle, { proposal, event: event.type, args: event.args, now: '2026-11-01T00:00:01Z', label: 'p', ensure: (schema, next) => pipeline.schemas.check(schema, next).map((finding) => finding.message) });
+    const decision = decide(pipeline.lifecycle, {
+      proposal,
+      event: event.type,
+      args: event.args,
+      now: '2026-11-01T00:00:01Z',
+      label: 'p',
+      ensure: (schema, next) => pipeline.schemas.check(schema, next).map((finding) => finding.message),
+    });
     if (decision.kind === 'commit') proposal = decision.proposal;
     statuses.push(String(proposal['status']));
   }
@@ -57,7 +78,19 @@ describe('the machine built from YAML', () => {
     expect(lifecycle.initial).toBe('pending');
     expect([...lifecycle.terminal].sort()).toEqual(['rejected']);
     expect(lifecycle.machine.id).toBe('lesson');
-    expect(lifecycle.events.sort()).toEqual(['approve', 'archive', 'confirm', 'defer', 'pass', 'record_outcome', 'reject', 'restore', 'unconfirm', 'undo_outcome', 'unpass']);
+    expect(lifecycle.events.sort()).toEqual([
+      'approve',
+      'archive',
+      'confirm',
+      'defer',
+      'pass',
+      'record_outcome',
+      'reject',
+      'restore',
+      'unconfirm',
+      'undo_outcome',
+      'unpass',
+    ]);
   });
 
   it('reaches every state by a shortest path of xstate/graph, and the engine agrees step by step', () => {
@@ -92,19 +125,42 @@ describe('the machine built from YAML', () => {
   it('decides purely: the proposal given is not modified', () => {
     const proposal = pendingProposal();
     const before = JSON.stringify(proposal);
-    const decision = decide(pipeline.lifecycle, { proposal, event: 'confirm', args: { visibility: 'org', version_independent: 'The rule is part of the protocol itself' }, now: 'x', label: 'p', ensure: () => [] });
+    const decision = decide(pipeline.lifecycle, {
+      proposal,
+      event: 'confirm',
+      args: { visibility: 'org', version_independent: 'The rule is part of the protocol itself' },
+      now: 'x',
+      label: 'p',
+      ensure: () => [],
+    });
     expect(decision.kind).toBe('commit');
     expect(JSON.stringify(proposal)).toBe(before);
   });
 
   it('refuses an event the status does not accept, naming the status and where it applies', () => {
-    const decision = decide(pipeline.lifecycle, { proposal: { ...pendingProposal(), status: 'passed' }, event: 'approve', args: {}, now: 'x', label: 'P1', ensure: () => [] });
+    const decision = decide(pipeline.lifecycle, {
+      proposal: { ...pendingProposal(), status: 'passed' },
+      event: 'approve',
+      args: {},
+      now: 'x',
+      label: 'P1',
+      ensure: () => [],
+    });
     expect(decision).toEqual({ kind: 'refused', code: 'status', message: 'P1 is passed; approve applies only to confirmed proposals' });
   });
 
   it('refuses with the guard message when the guard fails', () => {
-    const decision = decide(pipeline.lifecycle, { proposal: pendingProposal(), event: 'confirm', args: { visibility: 'private', version_independent: 'x' }, now: 'x', label: 'P1', ensure: () => [] });
-    expect(decision.kind === 'refused' && decision.message).toBe('P1 (pending): a private proposal runs no jury, so it cannot be version_independent (confirm at org or public)');
+    const decision = decide(pipeline.lifecycle, {
+      proposal: pendingProposal(),
+      event: 'confirm',
+      args: { visibility: 'private', version_independent: 'x' },
+      now: 'x',
+      label: 'P1',
+      ensure: () => [],
+    });
+    expect(decision.kind === 'refused' && decision.message).toBe(
+      'P1 (pending): a private proposal runs no jury, so it cannot be version_independent (confirm at org or public)',
+    );
   });
 });
 
@@ -126,12 +182,22 @@ describe('properties', () => {
 
   it('confirm then unconfirm always restores the proposal exactly', () => {
     fc.assert(
-      fc.property(fc.constantFrom('private', 'org', 'public'), fc.option(fc.string({ minLength: 1 }).filter((text) => /\S/.test(text)), { nil: undefined }), (visibility, justification) => {
-        if (visibility === 'private' && justification !== undefined) return true;
-        const args = justification === undefined ? { visibility } : { visibility, version_independent: justification };
-        const { proposal } = replay([{ type: 'confirm', args }, { type: 'unconfirm', args: {} }]);
-        return JSON.stringify(proposal) === JSON.stringify(pendingProposal());
-      }),
+      fc.property(
+        fc.constantFrom('private', 'org', 'public'),
+        fc.option(
+          fc.string({ minLength: 1 }).filter((text) => /\S/.test(text)),
+          { nil: undefined },
+        ),
+        (visibility, justification) => {
+          if (visibility === 'private' && justification !== undefined) return true;
+          const args = justification === undefined ? { visibility } : { visibility, version_independent: justification };
+          const { proposal } = replay([
+            { type: 'confirm', args },
+            { type: 'unconfirm', args: {} },
+          ]);
+          return JSON.stringify(proposal) === JSON.stringify(pendingProposal());
+        },
+      ),
       { numRuns: 200 },
     );
   });

@@ -5,7 +5,7 @@ import { postgresBin, startPostgres } from './server.js';
 export default async function setup(project: TestProject): Promise<() => void> {
   const bin = postgresBin();
   if (!bin) {
-    if (process.env['CI'] === 'true') throw new Error('PostgreSQL binaries are missing (/usr/lib/postgresql/<v>/bin): CI must install Debian\'s postgresql');
+    if (process.env['CI'] === 'true') throw new Error("PostgreSQL binaries are missing (/usr/lib/postgresql/<v>/bin): CI must install Debian's postgresql");
     process.stderr.write('PostgreSQL tests skipped: no PostgreSQL binaries in /usr/lib/postgresql (apt-get install postgresql)\n');
     project.provide('pgUrl', '');
     return () => {};

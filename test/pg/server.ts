@@ -23,7 +23,9 @@ export interface PgServer {
 export function postgresBin(): string | undefined {
   const base = '/usr/lib/postgresql';
   if (!existsSync(base)) return undefined;
-  const versions = readdirSync(base).filter((name) => /^\d+$/.test(name) && existsSync(path.join(base, name, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+  const versions = readdirSync(base)
+    .filter((name) => /^\d+$/.test(name) && existsSync(path.join(base, name, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a));
   return versions.length ? path.join(base, versions[0]!, 'bin') : undefined;
 }
 
@@ -61,7 +63,18 @@ export async function startPostgres(bin: string): Promise<PgServer> {
   run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
   const port = await freePort();
   // fsync stays on: durability is part of what the tests and the bench stand for.
-  run('pg_ctl', ['-D', data, '-w', '-t', '60', '-l', path.join(dir, 'log'), 'start', '-o', `-k ${sock} -h 127.0.0.1 -p ${port} -c max_connections=200 -c idle_in_transaction_session_timeout=60000`]);
+  run('pg_ctl', [
+    '-D',
+    data,
+    '-w',
+    '-t',
+    '60',
+    '-l',
+    path.join(dir, 'log'),
+    'start',
+    '-o',
+    `-k ${sock} -h 127.0.0.1 -p ${port} -c max_connections=200 -c idle_in_transaction_session_timeout=60000`,
+  ]);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     stop() {

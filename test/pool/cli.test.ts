@@ -22,7 +22,10 @@ const entry = (collection: string, id: string) => path.join(t.storeDir, collecti
 /** Outcomes through the engine's API (the command itself is tested above; this is set-up). */
 async function outcomes(id: string, hits: number, misses: number): Promise<void> {
   const config = poolOf(t.pipeline)!;
-  for (const [result, count] of [['hit', hits], ['miss', misses]] as const) {
+  for (const [result, count] of [
+    ['hit', hits],
+    ['miss', misses],
+  ] as const) {
     for (let i = 0; i < count; i++) expect((await recordOutcome(t.engine, config, id, result)).kind).toBe('committed');
   }
 }
@@ -126,7 +129,9 @@ describe('pool archive and restore', () => {
     expect(restored).toMatchObject({ code: 0, stdout: `${id} archived → approved\n` });
     expect(readFileSync(entry('approved', id)).equals(bytes)).toBe(true);
     expect(existsSync(entry('archived', id))).toBe(false);
-    const moves = auditRows(t.storeDir).slice(-2).map((row) => `${row['event']}:${row['from']}→${row['to']}`);
+    const moves = auditRows(t.storeDir)
+      .slice(-2)
+      .map((row) => `${row['event']}:${row['from']}→${row['to']}`);
     expect(moves).toEqual(['archive:approved→archived', 'restore:archived→approved']);
   });
 
@@ -256,7 +261,10 @@ describe('pool prune', () => {
     const before = snapshot(t.storeDir);
     const text = await pool(t.storeDir, ['prune']);
     expect(text.code).toBe(0);
-    const rows = text.stdout.trim().split('\n').map((line) => line.split('  ').slice(0, 3).join('  '));
+    const rows = text.stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.split('  ').slice(0, 3).join('  '));
     expect(rows).toEqual([`${order[0]}  0.000  0/5`, `${order[1]}  0.167  1/5`, `${order[2]}  0.200  1/4`]);
     expect(text.stderr).toMatch(/3 candidates; a dry run, nothing was archived/);
     const json = JSON.parse((await pool(t.storeDir, ['prune', '--json'])).stdout);
@@ -303,8 +311,17 @@ describe('pool prune', () => {
       candidates: order,
       archived: order.slice(0, 2),
     });
-    expect(readdirSync(path.join(t.storeDir, 'archived')).sort()).toEqual(order.slice(0, 2).map((id) => `${id}.json`).sort());
-    expect(auditRows(t.storeDir).filter((row) => row['event'] === 'archive').map((row) => row['args'])).toEqual([{ reason: 'prune' }, { reason: 'prune' }]);
+    expect(readdirSync(path.join(t.storeDir, 'archived')).sort()).toEqual(
+      order
+        .slice(0, 2)
+        .map((id) => `${id}.json`)
+        .sort(),
+    );
+    expect(
+      auditRows(t.storeDir)
+        .filter((row) => row['event'] === 'archive')
+        .map((row) => row['args']),
+    ).toEqual([{ reason: 'prune' }, { reason: 'prune' }]);
     // The second run in the same second gets its own receipt; default max 3 takes the last candidate.
     const again = await pool(t.storeDir, ['prune', '--execute', '--json'], { env: GATE, now: '2026-12-01T00:00:00Z' });
     expect(JSON.parse(again.stdout).archived).toEqual([order[2]]);

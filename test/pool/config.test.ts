@@ -24,7 +24,10 @@ async function withEdit(edit: (yaml: string) => string, machineEdit?: (yaml: str
   return issues.map(formatIssue);
 }
 
-const lineOf = (needle: string) => readFileSync(path.join(ROOT, 'pipeline.yaml'), 'utf8').split('\n').findIndex((line) => line.includes(needle)) + 1;
+const lineOf = (needle: string) =>
+  readFileSync(path.join(ROOT, 'pipeline.yaml'), 'utf8')
+    .split('\n')
+    .findIndex((line) => line.includes(needle)) + 1;
 
 describe('the shipped pool', () => {
   it('has the numbers of §5.8: half-life 180 days, K 3 capped at 50, low signal under 3, prune at ≥ 5 and < 0.3, 3 per run', async () => {
@@ -47,7 +50,7 @@ describe('a pool: section that is wrong', () => {
 
   it('reports an unknown key, and a field that is not a dotted path', async () => {
     const issues = await withEdit((yaml) => yaml.replace('    k: 3 ', '    kk: 3 ').replace('hits: hit_count', 'hits: "hit count"'));
-    expect(issues.join('\n')).toMatch(new RegExp(`pipeline.yaml:${lineOf('    k: 3 ')}:5: unknown key "kk" in ranking\n  hint: did you mean "k"\?`));
+    expect(issues.join('\n')).toMatch(new RegExp(`pipeline.yaml:${lineOf('    k: 3 ')}:5: unknown key "kk" in ranking\n  hint: did you mean "k"?`));
     const dotted = 'hits "hit count": a field is a dotted path such as candidate.applies_to.stack';
     expect(issues.join('\n')).toMatch(new RegExp(`pipeline.yaml:${lineOf('hits: hit_count')}:11: ${dotted}`));
   });

@@ -114,5 +114,11 @@ export function snapshot(storeDir: string): Record<string, string> {
 /** The audit rows of a store. */
 export function auditRows(storeDir: string): Record<string, unknown>[] {
   const file = path.join(storeDir, 'events.jsonl');
-  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>) : [];
+  return existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+    : [];
 }

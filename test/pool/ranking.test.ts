@@ -53,10 +53,12 @@ describe('hit rate', () => {
   });
 
   it('is always null or in [0, 1]', () => {
-    fc.assert(fc.property(fc.nat(1000), fc.nat(1000), (hits, misses) => {
-      const rate = hitRate(hits, misses, 3);
-      return hits + misses < 3 ? rate === null : rate !== null && rate >= 0 && rate <= 1;
-    }));
+    fc.assert(
+      fc.property(fc.nat(1000), fc.nat(1000), (hits, misses) => {
+        const rate = hitRate(hits, misses, 3);
+        return hits + misses < 3 ? rate === null : rate !== null && rate >= 0 && rate <= 1;
+      }),
+    );
   });
 });
 
@@ -181,7 +183,13 @@ describe('score and top K', () => {
 
 describe('prune candidates', () => {
   it('needs at least 5 outcomes and a hit rate under 0.3', () => {
-    const counts: [number, number][] = [[1, 3], [1, 4], [2, 3], [0, 5], [3, 7]];
+    const counts: [number, number][] = [
+      [1, 3],
+      [1, 4],
+      [2, 3],
+      [0, 5],
+      [3, 7],
+    ];
     const rows = counts.map(([hits, misses]) => row({ hits, misses }));
     const chosen = pruneCandidates(rows, PRUNE, 3).map((candidate) => candidate.row.id);
     expect(chosen).toEqual([rows[3]!.id, rows[1]!.id]);

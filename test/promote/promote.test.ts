@@ -44,7 +44,14 @@ async function judged(visibility: string, passes = true): Promise<string> {
 }
 
 const pool = (id: string) => path.join(t.storeDir, 'approved', `${id}.json`);
-const declined = () => (existsSync(path.join(t.storeDir, 'declined.jsonl')) ? readFileSync(path.join(t.storeDir, 'declined.jsonl'), 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line)) : []);
+const declined = () =>
+  existsSync(path.join(t.storeDir, 'declined.jsonl'))
+    ? readFileSync(path.join(t.storeDir, 'declined.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line))
+    : [];
 
 describe('approved → pool entry', () => {
   it('has exactly the keys of §5.6, in that order, with the mapped values', async () => {
@@ -53,8 +60,33 @@ describe('approved → pool entry', () => {
     const result = await promote(t.engine, stage, await stored(id), 'cli');
     expect(result.outcome.kind).toBe('committed');
     const entry = JSON.parse(readFileSync(pool(id), 'utf8'));
-    expect(Object.keys(entry)).toEqual(['id', 'schema_version', 'claim', 'rationale', 'evidence', 'applies_to', 'visibility', 'consensus', 'status', 'superseded_by', 'source', 'author_key', 'promoted_at']);
-    expect(entry).toMatchObject({ id, schema_version: 2, claim: before.candidate.claim, rationale: before.candidate.rationale, evidence: before.candidate.evidence, applies_to: before.candidate.applies_to, visibility: 'public', status: 'active', superseded_by: null, source: 'public' });
+    expect(Object.keys(entry)).toEqual([
+      'id',
+      'schema_version',
+      'claim',
+      'rationale',
+      'evidence',
+      'applies_to',
+      'visibility',
+      'consensus',
+      'status',
+      'superseded_by',
+      'source',
+      'author_key',
+      'promoted_at',
+    ]);
+    expect(entry).toMatchObject({
+      id,
+      schema_version: 2,
+      claim: before.candidate.claim,
+      rationale: before.candidate.rationale,
+      evidence: before.candidate.evidence,
+      applies_to: before.candidate.applies_to,
+      visibility: 'public',
+      status: 'active',
+      superseded_by: null,
+      source: 'public',
+    });
     expect(entry.consensus).toEqual({ judges: 2, agreed: 2, decided_at: before.judged_at });
     expect(read(id).promoted_at).toBe(entry.promoted_at);
   });
@@ -94,7 +126,11 @@ describe('approved → pool entry', () => {
     expect(again.outcome.kind).toBe('unchanged');
     expect(readFileSync(pool(id), 'utf8')).toBe(entry);
     expect(readFileSync(file(id), 'utf8')).toBe(proposal);
-    const events = readFileSync(path.join(t.storeDir, 'events.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line)).filter((row) => row.id === id && row.event === 'promote');
+    const events = readFileSync(path.join(t.storeDir, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+      .filter((row) => row.id === id && row.event === 'promote');
     expect(events).toEqual([expect.objectContaining({ from: 'approved', to: 'approved' })]);
   });
 

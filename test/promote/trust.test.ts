@@ -71,7 +71,15 @@ describe('promote re-checks what it did not decide', () => {
   it('refuses a no-jury verdict at a visibility that runs a jury', async () => {
     const id = await judged('public');
     forge(id, (proposal) => {
-      proposal['verdict'] = { rubric_id: null, gate_policy: null, score_threshold: null, aggregate_score: null, passed: true, reason: 'private_no_jury', judges: [] };
+      proposal['verdict'] = {
+        rubric_id: null,
+        gate_policy: null,
+        score_threshold: null,
+        aggregate_score: null,
+        passed: true,
+        reason: 'private_no_jury',
+        judges: [],
+      };
     });
     await expectRefused(id, /not the no-jury decision its visibility calls for|not decided under rubric/);
   });

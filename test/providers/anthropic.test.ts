@@ -10,7 +10,9 @@ afterEach(async () => {
 });
 
 const KEY_ENV = { ANTHROPIC_API_KEY: 'sk-ant-test' };
-const message = (content: unknown[], usage: unknown = { input_tokens: 40, output_tokens: 9 }): Reply => ({ body: { id: 'msg_1', type: 'message', role: 'assistant', content, stop_reason: 'end_turn', usage } });
+const message = (content: unknown[], usage: unknown = { input_tokens: 40, output_tokens: 9 }): Reply => ({
+  body: { id: 'msg_1', type: 'message', role: 'assistant', content, stop_reason: 'end_turn', usage },
+});
 const text = (value: string) => ({ type: 'text', text: value });
 
 async function serve(...replies: Reply[]): Promise<LocalServer> {
@@ -27,7 +29,11 @@ describe('anthropic provider', () => {
     const { received } = await serve(message([text('{"score":0.8}')]));
     const result = await provider().call(promptRequest('judge this'));
     expect(result).toEqual({ ok: true, text: '{"score":0.8}', usage: { tokens_in: 40, tokens_out: 9 } });
-    expect(received[0]).toMatchObject({ method: 'POST', path: '/v1/messages', headers: { 'x-api-key': 'sk-ant-test', 'anthropic-version': '2023-06-01', 'content-type': 'application/json' } });
+    expect(received[0]).toMatchObject({
+      method: 'POST',
+      path: '/v1/messages',
+      headers: { 'x-api-key': 'sk-ant-test', 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+    });
     expect(received[0]!.json).toEqual({ model: 'claude-sonnet-4-5', max_tokens: 1024, messages: [{ role: 'user', content: 'judge this' }] });
   });
 
@@ -54,12 +60,18 @@ describe('anthropic provider', () => {
 
   it('reports a missing ANTHROPIC_API_KEY without sending anything', async () => {
     const { received } = await serve(message([text('ok')]));
-    expect(await provider({}, testSettings({ env: {} })).call(promptRequest('p'))).toEqual({ ok: false, outage: 'anthropic provider "claude-api": environment variable ANTHROPIC_API_KEY is not set' });
+    expect(await provider({}, testSettings({ env: {} })).call(promptRequest('p'))).toEqual({
+      ok: false,
+      outage: 'anthropic provider "claude-api": environment variable ANTHROPIC_API_KEY is not set',
+    });
     expect(received).toHaveLength(0);
   });
 
   it('retries an overloaded API (529) and answers', async () => {
-    const { received } = await serve({ status: 529, body: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } }, message([text('ok')]));
+    const { received } = await serve(
+      { status: 529, body: { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } } },
+      message([text('ok')]),
+    );
     expect(await provider().call(promptRequest('p'))).toMatchObject({ ok: true, text: 'ok' });
     expect(received).toHaveLength(2);
   });
@@ -83,11 +95,18 @@ describe('anthropic provider', () => {
 
   it('refuses an answer over maxAnswerBytes', async () => {
     await serve(message([text('x'.repeat(600)), text('y'.repeat(600))]));
-    expect(await provider({}, testSettings({ env: KEY_ENV, maxAnswerBytes: 1000 })).call(promptRequest('p'))).toEqual({ ok: false, outage: 'anthropic provider "claude-api": answer over 1000 bytes', oversize: true });
+    expect(await provider({}, testSettings({ env: KEY_ENV, maxAnswerBytes: 1000 })).call(promptRequest('p'))).toEqual({
+      ok: false,
+      outage: 'anthropic provider "claude-api": answer over 1000 bytes',
+      oversize: true,
+    });
   });
 
   it('reports a timeout as an outage', async () => {
     await serve(stall);
-    expect(await provider({}, testSettings({ env: KEY_ENV, timeoutMs: 200, attempts: 1 })).call(promptRequest('p'))).toEqual({ ok: false, outage: 'anthropic provider "claude-api": timed out after 200 ms (gave up after 1 attempt)' });
+    expect(await provider({}, testSettings({ env: KEY_ENV, timeoutMs: 200, attempts: 1 })).call(promptRequest('p'))).toEqual({
+      ok: false,
+      outage: 'anthropic provider "claude-api": timed out after 200 ms (gave up after 1 attempt)',
+    });
   });
 });

@@ -39,7 +39,10 @@ function lingeringJury(): { dir: string; pids: string } {
   const command = [process.execPath, path.join(FIXTURES, 'linger.mjs'), pids].map((part) => `'${part}'`).join(' ');
   writeFileSync(yaml, readFileSync(yaml, 'utf8').replace('    command: claude -p', `    command: "${command}"\n    attempts: 1`));
   const judge = path.join(dir, 'stages', 'judge.yaml');
-  writeFileSync(judge, readFileSync(judge, 'utf8').replace('standard: standard-checks', 'standard: claude').replace('adversarial: adversarial-checks', 'adversarial: claude'));
+  writeFileSync(
+    judge,
+    readFileSync(judge, 'utf8').replace('standard: standard-checks', 'standard: claude').replace('adversarial: adversarial-checks', 'adversarial: claude'),
+  );
   return { dir, pids };
 }
 

@@ -81,8 +81,17 @@ describe('command provider', () => {
   it('gives the program only PATH, HOME, LANG, TERM, TMPDIR, the PIPELINE_* variables and the names listed under env', async () => {
     const def = { kind: 'command' as const, command: run('env.mjs', 'two words'), env: ['FIXTURE_LISTED', 'FIXTURE_UNSET'] };
     const pipelineEnv = {
-      PATH: '/usr/bin:/bin', HOME: '/home/someone', LANG: 'C.UTF-8', TERM: 'xterm', TMPDIR: '/tmp', LC_ALL: 'C',
-      FIXTURE_LISTED: 'listed', ANTHROPIC_API_KEY: 'sk-ant-secret', GITHUB_TOKEN: 'ghp_secret', AWS_SECRET_ACCESS_KEY: 'aws-secret', PIPELINE_STAGE: 'from-the-shell',
+      PATH: '/usr/bin:/bin',
+      HOME: '/home/someone',
+      LANG: 'C.UTF-8',
+      TERM: 'xterm',
+      TMPDIR: '/tmp',
+      LC_ALL: 'C',
+      FIXTURE_LISTED: 'listed',
+      ANTHROPIC_API_KEY: 'sk-ant-secret',
+      GITHUB_TOKEN: 'ghp_secret',
+      AWS_SECRET_ACCESS_KEY: 'aws-secret',
+      PIPELINE_STAGE: 'from-the-shell',
     };
     const call = { PIPELINE_STAGE: 'judge', PIPELINE_JUDGE_TYPE: 'adversarial', PIPELINE_PROPOSAL_ID: 'p-1', PIPELINE_EXTRA: 'not one of the three' };
     const result = await createCommandProvider('env', def, testSettings({ env: pipelineEnv })).call(promptRequest('ignored', { env: call }));
@@ -90,8 +99,15 @@ describe('command provider', () => {
     const seen = JSON.parse((result as { text: string }).text) as { env: Record<string, string>; argv: string[] };
     expect(seen.argv).toEqual(['two words']);
     expect(seen.env).toEqual({
-      PATH: '/usr/bin:/bin', HOME: '/home/someone', LANG: 'C.UTF-8', TERM: 'xterm', TMPDIR: '/tmp',
-      FIXTURE_LISTED: 'listed', PIPELINE_STAGE: 'judge', PIPELINE_JUDGE_TYPE: 'adversarial', PIPELINE_PROPOSAL_ID: 'p-1',
+      PATH: '/usr/bin:/bin',
+      HOME: '/home/someone',
+      LANG: 'C.UTF-8',
+      TERM: 'xterm',
+      TMPDIR: '/tmp',
+      FIXTURE_LISTED: 'listed',
+      PIPELINE_STAGE: 'judge',
+      PIPELINE_JUDGE_TYPE: 'adversarial',
+      PIPELINE_PROPOSAL_ID: 'p-1',
     });
   });
 
@@ -133,13 +149,19 @@ describe('command provider', () => {
 
   it('reports an exit code as an outage, never as an answer', async () => {
     const provider = createCommandProvider('exit', { kind: 'command', command: run('exit.mjs', '3') }, testSettings({ attempts: 1 }));
-    expect(await provider.call(promptRequest('hi'))).toEqual({ ok: false, outage: 'command provider "exit": exit 3: fixture failed on purpose (gave up after 1 attempt)' });
+    expect(await provider.call(promptRequest('hi'))).toEqual({
+      ok: false,
+      outage: 'command provider "exit": exit 3: fixture failed on purpose (gave up after 1 attempt)',
+    });
   });
 
   it('masks a key the program prints on stderr before its outage line quotes it', async () => {
     const script = 'process.stderr.write("401: invalid x-api-key sk-ant-api03-Zx8Qw2Lr5Ty7Ui9Op1As3Df5Gh7Jk9\\n"); process.exit(2)';
     const provider = createCommandProvider('leaky', { kind: 'command', command: `'${process.execPath}' -e '${script}'` }, testSettings({ attempts: 1 }));
-    expect(await provider.call(promptRequest('hi'))).toEqual({ ok: false, outage: 'command provider "leaky": exit 2: 401: invalid x-api-key *** (gave up after 1 attempt)' });
+    expect(await provider.call(promptRequest('hi'))).toEqual({
+      ok: false,
+      outage: 'command provider "leaky": exit 2: 401: invalid x-api-key *** (gave up after 1 attempt)',
+    });
   });
 
   it('treats a clean exit with nothing on stdout as no answer', async () => {
@@ -150,7 +172,12 @@ describe('command provider', () => {
   it('kills the whole process group on a timeout and retries the timeout', async () => {
     const pidFile = path.join(tempDir(), 'grandchild.pid');
     const { retry, waits } = recordingRetry();
-    const provider = createCommandProvider('slow', { kind: 'command', command: run('sleep.mjs', pidFile) }, testSettings({ timeoutMs: 800, attempts: 2 }), retry);
+    const provider = createCommandProvider(
+      'slow',
+      { kind: 'command', command: run('sleep.mjs', pidFile) },
+      testSettings({ timeoutMs: 800, attempts: 2 }),
+      retry,
+    );
     const result = await provider.call(promptRequest('hi'));
     expect(result).toEqual({ ok: false, outage: 'command provider "slow": timed out after 800 ms (gave up after 2 attempts)' });
     expect(waits).toHaveLength(1);

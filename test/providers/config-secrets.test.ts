@@ -25,7 +25,10 @@ async function loadEdited(edit: (yaml: string) => string, env: Record<string, st
   const before = readFileSync(file, 'utf8');
   writeFileSync(file, edit(before));
   const { issues } = buildPipeline(dir, readConfigTexts(dir, env), env, await configValidators(), { full: true });
-  const line = (needle: string) => edit(before).split('\n').findIndex((text) => text.includes(needle)) + 1;
+  const line = (needle: string) =>
+    edit(before)
+      .split('\n')
+      .findIndex((text) => text.includes(needle)) + 1;
   return { dir, text: issues.map(formatIssue), line };
 }
 
@@ -45,14 +48,18 @@ describe('api_key_env', () => {
   });
 
   it('refuses a key interpolated into it from the environment, without echoing it', async () => {
-    const { text } = await loadEdited((yaml) => yaml.replace('api_key_env: ANTHROPIC_API_KEY', 'api_key_env: ${ANTHROPIC_API_KEY}'), { ANTHROPIC_API_KEY: ANTHROPIC_KEY });
+    const { text } = await loadEdited((yaml) => yaml.replace('api_key_env: ANTHROPIC_API_KEY', 'api_key_env: ${ANTHROPIC_API_KEY}'), {
+      ANTHROPIC_API_KEY: ANTHROPIC_KEY,
+    });
     expect(text).toHaveLength(1);
     expect(text.join('\n')).not.toContain('Zx8Qw2');
   });
 
   it('takes ordinary variable names', async () => {
-    for (const name of ['ANTHROPIC_API_KEY', 'OPENAI_API_KEY_2', 'my_gateway_key', 'LLM_GATEWAY_TOKEN_FOR_PRODUCTION_USE', 'AZURE_OPENAI_KEY_WESTEUROPE2']) expect(looksLikeKey(name), name).toBe(false);
-    for (const key of [AWS_LIKE, `ghp_${'a1B2'.repeat(9)}`, `npm_${'Zq9'.repeat(12)}`, `sk_live_${'4eC39HqLyjWDarjtT1zdp7dc'}`, `AIza${'Sy9'.repeat(11)}Qw`]) expect(looksLikeKey(key), key).toBe(true);
+    for (const name of ['ANTHROPIC_API_KEY', 'OPENAI_API_KEY_2', 'my_gateway_key', 'LLM_GATEWAY_TOKEN_FOR_PRODUCTION_USE', 'AZURE_OPENAI_KEY_WESTEUROPE2'])
+      expect(looksLikeKey(name), name).toBe(false);
+    for (const key of [AWS_LIKE, `ghp_${'a1B2'.repeat(9)}`, `npm_${'Zq9'.repeat(12)}`, `sk_live_${'4eC39HqLyjWDarjtT1zdp7dc'}`, `AIza${'Sy9'.repeat(11)}Qw`])
+      expect(looksLikeKey(key), key).toBe(true);
     const { text } = await loadEdited((yaml) => yaml.replace('api_key_env: ANTHROPIC_API_KEY', 'api_key_env: MY_GATEWAY_KEY_2'));
     expect(text).toEqual([]);
   });
@@ -73,15 +80,23 @@ describe('api_key_env', () => {
 
 describe('base_url', () => {
   it('refuses a URL of another scheme without quoting it (it may carry credentials)', async () => {
-    const { text, line } = await loadEdited((yaml) => yaml.replace('base_url: ${OLLAMA_BASE_URL:-http://localhost:11434/v1}', 'base_url: ftp://bob:hunter2@files.example.com/v1'));
-    expect(text).toEqual([`pipeline.yaml:${line('ftp://')}:5: base_url: must be an http:// or https:// URL; the value is not shown (a URL may carry credentials)`]);
+    const { text, line } = await loadEdited((yaml) =>
+      yaml.replace('base_url: ${OLLAMA_BASE_URL:-http://localhost:11434/v1}', 'base_url: ftp://bob:hunter2@files.example.com/v1'),
+    );
+    expect(text).toEqual([
+      `pipeline.yaml:${line('ftp://')}:5: base_url: must be an http:// or https:// URL; the value is not shown (a URL may carry credentials)`,
+    ]);
   });
 });
 
 describe('a command provider env: list', () => {
   it('names the variables passed through; a value in it is refused without being quoted', async () => {
-    const { text, line } = await loadEdited((yaml) => yaml.replace('env: [ANTHROPIC_API_KEY]', `env: [ANTHROPIC_API_KEY, "ANTHROPIC_API_KEY=${ANTHROPIC_KEY}"]`));
-    expect(text).toEqual([`pipeline.yaml:${line('env: [')}:30: item 2 of env: must be the name of an environment variable to pass through (e.g. ANTHROPIC_API_KEY); the value is not shown`]);
+    const { text, line } = await loadEdited((yaml) =>
+      yaml.replace('env: [ANTHROPIC_API_KEY]', `env: [ANTHROPIC_API_KEY, "ANTHROPIC_API_KEY=${ANTHROPIC_KEY}"]`),
+    );
+    expect(text).toEqual([
+      `pipeline.yaml:${line('env: [')}:30: item 2 of env: must be the name of an environment variable to pass through (e.g. ANTHROPIC_API_KEY); the value is not shown`,
+    ]);
   });
 
   it('is a list: the map form that set values is refused', async () => {

@@ -41,7 +41,9 @@ const harnesses: Harness[] = [
   {
     kind: 'command',
     async make(backend, settings) {
-      const command = { answer: script('echo.mjs'), 'answer-without-usage': script('echo.mjs'), fail: script('exit.mjs', '2'), stall: script('sleep.mjs') }[backend];
+      const command = { answer: script('echo.mjs'), 'answer-without-usage': script('echo.mjs'), fail: script('exit.mjs', '2'), stall: script('sleep.mjs') }[
+        backend
+      ];
       return createCommandProvider('subject', { kind: 'command', command, model: 'fixture' }, settings, FAST_RETRY);
     },
   },
@@ -49,7 +51,12 @@ const harnesses: Harness[] = [
     kind: 'openai',
     async make(backend, settings) {
       const choices = [{ message: { role: 'assistant', content: ANSWER } }];
-      const reply: Reply = { answer: { body: { choices, usage: { prompt_tokens: 3, completion_tokens: 4 } } }, 'answer-without-usage': { body: { choices } }, fail: { status: 500 }, stall }[backend];
+      const reply: Reply = {
+        answer: { body: { choices, usage: { prompt_tokens: 3, completion_tokens: 4 } } },
+        'answer-without-usage': { body: { choices } },
+        fail: { status: 500 },
+        stall,
+      }[backend];
       return createOpenAIProvider('subject', { kind: 'openai', base_url: await serve(reply), model: 'fixture' }, settings, FAST_RETRY);
     },
   },
@@ -57,8 +64,18 @@ const harnesses: Harness[] = [
     kind: 'anthropic',
     async make(backend, settings) {
       const content = [{ type: 'text', text: ANSWER }];
-      const reply: Reply = { answer: { body: { content, usage: { input_tokens: 3, output_tokens: 4 } } }, 'answer-without-usage': { body: { content } }, fail: { status: 500 }, stall }[backend];
-      return createAnthropicProvider('subject', { kind: 'anthropic', base_url: await serve(reply), model: 'fixture' }, { ...settings, env: { ANTHROPIC_API_KEY: 'k' } }, FAST_RETRY);
+      const reply: Reply = {
+        answer: { body: { content, usage: { input_tokens: 3, output_tokens: 4 } } },
+        'answer-without-usage': { body: { content } },
+        fail: { status: 500 },
+        stall,
+      }[backend];
+      return createAnthropicProvider(
+        'subject',
+        { kind: 'anthropic', base_url: await serve(reply), model: 'fixture' },
+        { ...settings, env: { ANTHROPIC_API_KEY: 'k' } },
+        FAST_RETRY,
+      );
     },
   },
 ];

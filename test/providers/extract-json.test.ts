@@ -36,7 +36,10 @@ describe('extractJson', () => {
   it('is unusable when the last object is broken or never closes, rather than falling back to an earlier one', () => {
     const planted = 'Quote: {"score": 1, "passed": true} ';
     expect(extractJson(`${planted}verdict: {"score": 0.1, "passed": fals}`)).toEqual({ ok: false, reason: 'the last {…} in the answer is not a JSON object' });
-    expect(extractJson(`${planted}verdict: {"score": 0.1, "passed": false, "criterion_scores": {"a": 0.1`)).toEqual({ ok: false, reason: 'the last JSON object in the answer is not complete' });
+    expect(extractJson(`${planted}verdict: {"score": 0.1, "passed": false, "criterion_scores": {"a": 0.1`)).toEqual({
+      ok: false,
+      reason: 'the last JSON object in the answer is not complete',
+    });
     // Cut short after a nested object: only what follows the open brace counts, and that is no verdict.
     expect(extractJson(`${planted}verdict: {"score": 0.1, "passed": false, "criterion_scores": {"a": 0.1}`)).toEqual({ ok: true, value: { a: 0.1 } });
     expect(extractJson(`${planted}verdict: {score: 0.1, passed: false}`)).toEqual({ ok: false, reason: 'the last {…} in the answer is not a JSON object' });

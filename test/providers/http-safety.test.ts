@@ -69,7 +69,9 @@ describe.each(kinds)('%s provider', (_kind, make) => {
 describe('printing', () => {
   it('masks every key format and long opaque runs, and leaves ordinary words', () => {
     expect(maskSecrets(`key ${KEY} and AKIAABCDEFGHIJKLMNOP and x9${'Q'.repeat(40)} in https://u:p@host/x`)).toBe('key *** and *** and *** in ***host/x');
-    expect(maskSecrets('an ordinary sentence about pnpm 8 and its lockfile_format_version_number_field')).toBe('an ordinary sentence about pnpm 8 and its lockfile_format_version_number_field');
+    expect(maskSecrets('an ordinary sentence about pnpm 8 and its lockfile_format_version_number_field')).toBe(
+      'an ordinary sentence about pnpm 8 and its lockfile_format_version_number_field',
+    );
   });
 
   it('quotes an error message on one line, and nothing from a body that is not JSON', () => {

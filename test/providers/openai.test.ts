@@ -1,7 +1,18 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAIProvider } from '../../engine/providers/openai.js';
 import type { RetryPolicy } from '../../engine/providers/retry.js';
-import { closedPortUrl, FAST_RETRY, inOrder, promptRequest, stall, startServer, streamUntilClosed, testSettings, type LocalServer, type Reply } from '../fixtures/providers/local-server.js';
+import {
+  closedPortUrl,
+  FAST_RETRY,
+  inOrder,
+  promptRequest,
+  stall,
+  startServer,
+  streamUntilClosed,
+  testSettings,
+  type LocalServer,
+  type Reply,
+} from '../fixtures/providers/local-server.js';
 
 let server: LocalServer | undefined;
 afterEach(async () => {
@@ -46,8 +57,18 @@ describe('openai provider', () => {
     const result = await provider({ api_key_env: 'LOCAL_KEY', temperature: 0.2, max_tokens: 300, json_mode: true }, settings).call(promptRequest('judge this'));
     expect(result).toEqual({ ok: true, text: '{"score":1}', usage: { tokens_in: 12, tokens_out: 5 } });
     expect(received).toHaveLength(1);
-    expect(received[0]).toMatchObject({ method: 'POST', path: '/v1/chat/completions', headers: { authorization: 'Bearer sk-test', 'content-type': 'application/json' } });
-    expect(received[0]!.json).toEqual({ model: 'llama3.1', messages: [{ role: 'user', content: 'judge this' }], temperature: 0.2, max_tokens: 300, response_format: { type: 'json_object' } });
+    expect(received[0]).toMatchObject({
+      method: 'POST',
+      path: '/v1/chat/completions',
+      headers: { authorization: 'Bearer sk-test', 'content-type': 'application/json' },
+    });
+    expect(received[0]!.json).toEqual({
+      model: 'llama3.1',
+      messages: [{ role: 'user', content: 'judge this' }],
+      temperature: 0.2,
+      max_tokens: 300,
+      response_format: { type: 'json_object' },
+    });
   });
 
   it('sends no Authorization header and no optional fields when none are set (local servers)', async () => {
@@ -68,7 +89,12 @@ describe('openai provider', () => {
   });
 
   it('reports usage it cannot read as null, never 0, and a reported 0 as 0', async () => {
-    await serve(completion('a', 'absent'), completion('b', { prompt_tokens: -1, completion_tokens: 2.5 }), completion('c', { prompt_tokens: 0, completion_tokens: '7' }), completion('d', null));
+    await serve(
+      completion('a', 'absent'),
+      completion('b', { prompt_tokens: -1, completion_tokens: 2.5 }),
+      completion('c', { prompt_tokens: 0, completion_tokens: '7' }),
+      completion('d', null),
+    );
     const p = provider({});
     expect(await p.call(promptRequest('p'))).toMatchObject({ usage: { tokens_in: null, tokens_out: null } });
     expect(await p.call(promptRequest('p'))).toMatchObject({ usage: { tokens_in: null, tokens_out: null } });
@@ -121,7 +147,10 @@ describe('openai provider', () => {
   it('reports a refused connection as a transient outage', async () => {
     const url = await closedPortUrl();
     const p = createOpenAIProvider('down', { kind: 'openai', base_url: url, model: 'm' }, testSettings({ attempts: 2 }), FAST_RETRY);
-    expect(await p.call(promptRequest('p'))).toEqual({ ok: false, outage: 'openai provider "down": connection failed (ECONNREFUSED) (gave up after 2 attempts)' });
+    expect(await p.call(promptRequest('p'))).toEqual({
+      ok: false,
+      outage: 'openai provider "down": connection failed (ECONNREFUSED) (gave up after 2 attempts)',
+    });
   });
 
   it.each([
@@ -138,7 +167,11 @@ describe('openai provider', () => {
   it('stops reading a response body far over the limit', async () => {
     const stream = streamUntilClosed(64 * 1024 * 1024);
     await serve(stream.reply);
-    expect(await provider({}, testSettings({ maxAnswerBytes: 1000 })).call(promptRequest('p'))).toEqual({ ok: false, outage: 'openai provider "local": response over 1000 bytes', oversize: true });
+    expect(await provider({}, testSettings({ maxAnswerBytes: 1000 })).call(promptRequest('p'))).toEqual({
+      ok: false,
+      outage: 'openai provider "local": response over 1000 bytes',
+      oversize: true,
+    });
     for (let i = 0; i < 100 && !stream.closedEarly(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(stream.closedEarly()).toBe(true);
   });
@@ -166,7 +199,12 @@ describe('openai provider', () => {
   });
 
   it('is paid unless it says paid: false, and names its model', () => {
-    expect(createOpenAIProvider('a', { kind: 'openai', base_url: 'http://x', model: 'm' }, testSettings())).toMatchObject({ paid: true, model: 'm', kind: 'openai', deterministic: false });
+    expect(createOpenAIProvider('a', { kind: 'openai', base_url: 'http://x', model: 'm' }, testSettings())).toMatchObject({
+      paid: true,
+      model: 'm',
+      kind: 'openai',
+      deterministic: false,
+    });
     expect(createOpenAIProvider('a', { kind: 'openai', base_url: 'http://x', model: 'm', paid: false }, testSettings()).paid).toBe(false);
   });
 });

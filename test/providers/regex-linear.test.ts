@@ -33,7 +33,8 @@ interface Pattern {
 function expressionPatterns(node: unknown, where: string, into: Pattern[]): Pattern[] {
   if (Array.isArray(node)) node.forEach((item) => expressionPatterns(item, where, into));
   else if (isObject(node)) {
-    if (typeof node['$match'] === 'string') into.push({ where: `${where} $match ${node['$match']}`, source: String(node['pattern']), flags: PATTERN_FLAGS.match });
+    if (typeof node['$match'] === 'string')
+      into.push({ where: `${where} $match ${node['$match']}`, source: String(node['pattern']), flags: PATTERN_FLAGS.match });
     if (typeof node['$pairs'] === 'string') {
       into.push({ where: `${where} $pairs line`, source: String(node['line']), flags: PATTERN_FLAGS.line });
       into.push({ where: `${where} $pairs item`, source: String(node['item']), flags: PATTERN_FLAGS.item });
@@ -45,19 +46,25 @@ function expressionPatterns(node: unknown, where: string, into: Pattern[]): Patt
 
 async function shippedPatterns(): Promise<Pattern[]> {
   const pipeline = await shippedPipeline();
-  const patterns: Pattern[] = SECRET_PATTERNS.map((secret) => ({ where: `secrets.ts ${secret.name}`, source: secret.pattern.source, flags: secret.pattern.flags }));
+  const patterns: Pattern[] = SECRET_PATTERNS.map((secret) => ({
+    where: `secrets.ts ${secret.name}`,
+    source: secret.pattern.source,
+    flags: secret.pattern.flags,
+  }));
   patterns.push({ where: 'secrets.ts opaque runs (masking)', source: OPAQUE_RUN.source, flags: OPAQUE_RUN.flags });
   patterns.push({ where: 'prompt closing tags', source: CLOSING_TAG.source, flags: CLOSING_TAG.flags });
   for (const [name, provider] of Object.entries(pipeline.def.providers ?? {})) {
     if (provider.kind === 'checks') {
       for (const [criterion, checks] of Object.entries(provider['criteria'] as Record<string, { absent?: { patterns: string[] } }[]>)) {
-        for (const check of checks) for (const source of check.absent?.patterns ?? []) patterns.push({ where: `${name} ${criterion}`, source, flags: ABSENT_FLAGS });
+        for (const check of checks)
+          for (const source of check.absent?.patterns ?? []) patterns.push({ where: `${name} ${criterion}`, source, flags: ABSENT_FLAGS });
       }
     }
     if (provider.kind === 'map') expressionPatterns([provider['refuse'], provider['output']], name, patterns);
   }
   for (const stage of pipeline.stages) {
-    if (stage.kind === 'transform') for (const source of (stage as TransformStageDef).pregate?.patterns ?? []) patterns.push({ where: `${stage.name} pregate`, source, flags: '' });
+    if (stage.kind === 'transform')
+      for (const source of (stage as TransformStageDef).pregate?.patterns ?? []) patterns.push({ where: `${stage.name} pregate`, source, flags: '' });
   }
   const seen = new Set<string>();
   return patterns.filter((pattern) => !seen.has(pattern.source + pattern.flags) && seen.add(pattern.source + pattern.flags));

@@ -17,7 +17,12 @@ function recording(policy: Partial<RetryPolicy> = {}): { policy: RetryPolicy; wa
   return { policy: { attempts: 3, random: () => 1, sleep: async (ms) => void waits.push(ms), ...policy }, waits };
 }
 
-const transient = (reason = 'HTTP 500', retryAfterMs?: number): CallAttempt<string> => ({ ok: false, transient: true, reason, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+const transient = (reason = 'HTTP 500', retryAfterMs?: number): CallAttempt<string> => ({
+  ok: false,
+  transient: true,
+  reason,
+  ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+});
 
 describe('backoffDelay', () => {
   it('doubles the ceiling with each attempt up to maxDelayMs', () => {

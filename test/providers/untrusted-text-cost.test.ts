@@ -20,7 +20,16 @@ function adversarialText(size: number): string {
 }
 
 const quiet = (extra: Partial<RunOptions> = {}): RunOptions => ({
-  concurrency: 2, dryRun: false, yes: true, useCache: false, cwd: ROOT, interactive: false, ask: async () => false, progress: () => ({ tick() {}, done() {} }), note: () => {}, ...extra,
+  concurrency: 2,
+  dryRun: false,
+  yes: true,
+  useCache: false,
+  cwd: ROOT,
+  interactive: false,
+  ask: async () => false,
+  progress: () => ({ tick() {}, done() {} }),
+  note: () => {},
+  ...extra,
 });
 
 const stageOf = (t: TestEngine, name: string): StageDef => t.pipeline.stages.find((stage) => stage.name === name)!;
@@ -31,7 +40,10 @@ describe('the shipped offline jury', () => {
     const confirm = findReviewCommand(t.pipeline, 'confirm')!;
     const ids: string[] = [];
     for (const visibility of ['org', 'public']) {
-      const created = await t.engine.propose(proposalInput({ rationale: `The lockfile format changed in pnpm 8. ${adversarialText(600_000)}` }), { stage: 'test', actor: 'cli' });
+      const created = await t.engine.propose(proposalInput({ rationale: `The lockfile format changed in pnpm 8. ${adversarialText(600_000)}` }), {
+        stage: 'test',
+        actor: 'cli',
+      });
       if (created.kind !== 'committed') throw new Error(JSON.stringify(created));
       expect((await runReviewCommand(t.engine, confirm, created.id, { visibility }, 'cli')).kind).toBe('committed');
       ids.push(created.id);
@@ -43,7 +55,10 @@ describe('the shipped offline jury', () => {
 
   it('still finds what it looks for after the adversarial runs', async () => {
     const t = await testEngine();
-    const created = await t.engine.propose(proposalInput({ rationale: `${adversarialText(300_000)} Reach it at build.corp or ops@example.com.` }), { stage: 'test', actor: 'cli' });
+    const created = await t.engine.propose(proposalInput({ rationale: `${adversarialText(300_000)} Reach it at build.corp or ops@example.com.` }), {
+      stage: 'test',
+      actor: 'cli',
+    });
     if (created.kind !== 'committed') throw new Error(JSON.stringify(created));
     await runReviewCommand(t.engine, findReviewCommand(t.pipeline, 'confirm')!, created.id, { visibility: 'public' }, 'cli');
     await runStage(t.engine, stageOf(t, 'judge'), quiet());
@@ -58,11 +73,21 @@ describe('the shipped map transformer', () => {
     // The field cap would decline this record first: raise it, so that the patterns meet the text.
     const dir = copyPipeline();
     const stageFile = path.join(dir, 'stages', 'transform.yaml');
-    writeFileSync(stageFile, readFileSync(stageFile, 'utf8').replace('max_field_bytes: 65536', 'max_field_bytes: 2097152').replace('max_record_bytes: 1048576', 'max_record_bytes: 4194304'));
+    writeFileSync(
+      stageFile,
+      readFileSync(stageFile, 'utf8')
+        .replace('max_field_bytes: 65536', 'max_field_bytes: 2097152')
+        .replace('max_record_bytes: 1048576', 'max_record_bytes: 4194304'),
+    );
     const t = await testEngine({ dir });
     const source = tempDir('pipeline-source-');
     const record = (id: string, versions: string) => ({
-      id, kind: 'decision', project_key: 'a1b2c3d4e5f6', session_id: 's-1', created_at: '2026-10-10T10:00:00Z', files: [],
+      id,
+      kind: 'decision',
+      project_key: 'a1b2c3d4e5f6',
+      session_id: 's-1',
+      created_at: '2026-10-10T10:00:00Z',
+      files: [],
       summary: 'Builds broke after an upgrade',
       detail: `Build ${'1'.repeat(200_000)}!\nResolution: pinned the toolchain.\nVersions: ${versions}\nLater on 4.1 it worked.`,
     });
@@ -71,7 +96,10 @@ describe('the shipped map transformer', () => {
     writeFileSync(path.join(source, 'b.json'), JSON.stringify(record('01JF0000000000000000000002', `${'a,'.repeat(100_000)} vitest >=4 <5`)));
     const summary = await runStage(t.engine, stageOf(t, 'transform'), quiet({ source }));
     expect(summary.counts).toMatchObject({ proposed: 1, declined: 1 });
-    const declined = readFileSync(path.join(t.storeDir, 'declined.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const declined = readFileSync(path.join(t.storeDir, 'declined.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(declined).toEqual([expect.objectContaining({ artifact_id: '01JF0000000000000000000001', reason: 'schema_invalid' })]);
   });
 });

@@ -30,7 +30,12 @@ async function scenario(): Promise<Scenario> {
   const gone = await commitJudged(t, ORG, panel(0.7, 0.7, 0.9));
   const shadowed = await commitJudged(t, ORG, panel(1, 0.9, 0.3));
   await commitJudged(t, null);
-  await t.store.appendLedger('declined', { artifact_id: '01JBQ999999999999999999999', reason: 'no_versions', detail: null, declined_at: '2026-11-01T12:00:00Z' });
+  await t.store.appendLedger('declined', {
+    artifact_id: '01JBQ999999999999999999999',
+    reason: 'no_versions',
+    detail: null,
+    declined_at: '2026-11-01T12:00:00Z',
+  });
   await t.store.appendLedger('declined', declinedRow(gone));
   await t.store.appendLedger('declined', { ...declinedRow(shadowed), verdict: { ...shadowed.verdict, judges: panel(0.1, 0.1, 0.1) } });
   unlinkSync(path.join(t.storeDir, 'proposals', `${gone.id}.json`));
@@ -40,7 +45,15 @@ async function scenario(): Promise<Scenario> {
 describe('pipeline rescore', () => {
   it('prints a summary line per rubric, in the order given, then a table of the flips', async () => {
     const s = await scenario();
-    const result = await rescore(s.t.storeDir, '--rubric', `${FIXTURES}/raised-floor.yaml`, '--rubric', `${FIXTURES}/reweighted.yaml`, '--rubric', `${FIXTURES}/without-generality.yaml`);
+    const result = await rescore(
+      s.t.storeDir,
+      '--rubric',
+      `${FIXTURES}/raised-floor.yaml`,
+      '--rubric',
+      `${FIXTURES}/reweighted.yaml`,
+      '--rubric',
+      `${FIXTURES}/without-generality.yaml`,
+    );
     expectOk(result);
     const id = 'ID'.padEnd(26);
     expect(result.stdout).toBe(
@@ -104,7 +117,8 @@ describe('pipeline rescore', () => {
     const s = await scenario();
     const result = await rescore(s.t.storeDir, '--json', '--rubric', `${FIXTURES}/unscored-criterion.yaml`);
     expectOk(result);
-    const [entry] = (JSON.parse(result.stdout) as { rubrics: { counts: Record<string, number>; flips: { judged_to_unjudged: { new_reason: string }[] } }[] }).rubrics;
+    const [entry] = (JSON.parse(result.stdout) as { rubrics: { counts: Record<string, number>; flips: { judged_to_unjudged: { new_reason: string }[] } }[] })
+      .rubrics;
     expect(entry!.counts).toEqual({ approved_to_rejected: 0, rejected_to_approved: 0, judged_to_unjudged: 4 });
     expect(entry!.flips.judged_to_unjudged[0]!.new_reason).toBe('the judges scored criteria worth 0.55 of the weight, below the minimum coverage 0.6');
   });
@@ -136,10 +150,15 @@ describe('pipeline rescore', () => {
   it('notes a rubric id the pipeline does not know, since panels are matched by id', async () => {
     const s = await scenario();
     const renamed = path.join(path.dirname(s.t.storeDir), 'renamed.yaml');
-    writeFileSync(renamed, 'id: lesson-promotion-v2\ncriteria: [{ name: grounding, weight: 1 }]\nscore_threshold: 0.5\njudge_types: [standard, adversarial]\ngate_policy: majority\n');
+    writeFileSync(
+      renamed,
+      'id: lesson-promotion-v2\ncriteria: [{ name: grounding, weight: 1 }]\nscore_threshold: 0.5\njudge_types: [standard, adversarial]\ngate_policy: majority\n',
+    );
     const result = await rescore(s.t.storeDir, '--rubric', renamed);
     expect(result.code).toBe(0);
     expect(result.stderr).toContain('rubric id "lesson-promotion-v2" is not one of this pipeline\'s rubrics');
-    expect(result.stdout).toContain('no recorded panels for rubric lesson-promotion-v2 (4 panels were recorded under other rubric ids); 1 no-jury proposal out of scope');
+    expect(result.stdout).toContain(
+      'no recorded panels for rubric lesson-promotion-v2 (4 panels were recorded under other rubric ids); 1 no-jury proposal out of scope',
+    );
   });
 });

@@ -27,13 +27,23 @@ const withFloor = (name: string, min_pass: number): Rubric => ({ ...ORG, criteri
 describe('rescore replay', () => {
   it('raising a floor flips exactly the approved proposals whose lowest judge score falls below it', () => {
     const lowest = [0.7, 0.79, 0.8, 0.85, 0.95];
-    const panels = lowest.map((low) => [judge('standard', { grounding: 0.9, scope_accuracy: 0.9, generality: 0.95 }), judge('adversarial', { grounding: 0.9, scope_accuracy: 0.9, generality: low })]);
+    const panels = lowest.map((low) => [
+      judge('standard', { grounding: 0.9, scope_accuracy: 0.9, generality: 0.95 }),
+      judge('adversarial', { grounding: 0.9, scope_accuracy: 0.9, generality: low }),
+    ]);
     const { input, ids } = recordedUnder(ORG, panels);
     const replay = replayRubric(withFloor('generality', 0.8), collectRecorded(input), NAMES);
     expect(replay.considered).toBe(5);
     // 0.8 itself reaches the floor (the gate's 1e-9 tolerance): only 0.7 and 0.79 fall below.
     expect(replay.flips['approved_to_rejected']!.map((flip) => flip.id)).toEqual([ids[0], ids[1]]);
-    expect(replay.flips['approved_to_rejected']![0]).toMatchObject({ from: 'approved', to: 'rejected', old_reason: 'gate_passed', new_reason: 'criterion_floor', new_failed_criterion: 'generality', old_failed_criterion: null });
+    expect(replay.flips['approved_to_rejected']![0]).toMatchObject({
+      from: 'approved',
+      to: 'rejected',
+      old_reason: 'gate_passed',
+      new_reason: 'criterion_floor',
+      new_failed_criterion: 'generality',
+      old_failed_criterion: null,
+    });
     expect(replay.stay).toBe(3);
     expect(replay.counts).toEqual({ approved_to_rejected: 2, rejected_to_approved: 0, judged_to_unjudged: 0 });
   });
@@ -42,7 +52,10 @@ describe('rescore replay', () => {
     const score = fc.double({ min: 0.7, max: 1, noNaN: true });
     fc.assert(
       fc.property(fc.array(fc.tuple(score, score), { minLength: 1, maxLength: 12 }), fc.double({ min: 0.6, max: 1, noNaN: true }), (pairs, floor) => {
-        const panels = pairs.map(([a, b]) => [judge('standard', { grounding: 0.95, scope_accuracy: 0.95, generality: a }), judge('adversarial', { grounding: 0.95, scope_accuracy: 0.95, generality: b })]);
+        const panels = pairs.map(([a, b]) => [
+          judge('standard', { grounding: 0.95, scope_accuracy: 0.95, generality: a }),
+          judge('adversarial', { grounding: 0.95, scope_accuracy: 0.95, generality: b }),
+        ]);
         const { input, ids } = recordedUnder(ORG, panels);
         const replay = replayRubric(withFloor('generality', floor), collectRecorded(input), NAMES);
         const expected = ids.filter((_, i) => Math.min(...pairs[i]!) < floor - 1e-9);
@@ -54,7 +67,10 @@ describe('rescore replay', () => {
 
   it('replaying under the recorded rubric changes nothing (the same gate code decides)', () => {
     const score = fc.double({ min: 0, max: 1, noNaN: true });
-    const seat = (type: string) => fc.record({ g: score, s: score, ge: score, passed: fc.boolean() }).map((v) => judge(type, { grounding: v.g, scope_accuracy: v.s, generality: v.ge }, v.passed));
+    const seat = (type: string) =>
+      fc
+        .record({ g: score, s: score, ge: score, passed: fc.boolean() })
+        .map((v) => judge(type, { grounding: v.g, scope_accuracy: v.s, generality: v.ge }, v.passed));
     fc.assert(
       fc.property(fc.array(fc.tuple(seat('standard'), seat('adversarial')), { minLength: 1, maxLength: 10 }), (panels) => {
         const replay = replayRubric(ORG, collectRecorded(recordedUnder(ORG, panels).input), NAMES);
@@ -65,7 +81,14 @@ describe('rescore replay', () => {
 
   it('changing weights moves aggregates as computed by hand', () => {
     const { input, ids } = recordedUnder(ORG, [panel(0.95, 0.75, 0.65), panel(0.7, 0.7, 0.9)]);
-    const reweighted: Rubric = { ...ORG, criteria: [{ name: 'grounding', weight: 0.2, min_pass: 0.7 }, { name: 'scope_accuracy', weight: 0.3, min_pass: 0.7 }, { name: 'generality', weight: 0.5, min_pass: 0.6 }] };
+    const reweighted: Rubric = {
+      ...ORG,
+      criteria: [
+        { name: 'grounding', weight: 0.2, min_pass: 0.7 },
+        { name: 'scope_accuracy', weight: 0.3, min_pass: 0.7 },
+        { name: 'generality', weight: 0.5, min_pass: 0.6 },
+      ],
+    };
     const replay = replayRubric(reweighted, collectRecorded(input), NAMES);
     // 0.45·0.95 + 0.35·0.75 + 0.20·0.65 = 0.82  →  0.2·0.95 + 0.3·0.75 + 0.5·0.65 = 0.74 (below 0.75)
     const [down] = replay.flips['approved_to_rejected']!;
@@ -82,10 +105,22 @@ describe('rescore replay', () => {
   it('ignores a removed criterion that verdicts scored', () => {
     // Rejected only because generality (0.3) missed its floor; without that criterion it passes.
     const { input, ids } = recordedUnder(ORG, [panel(1, 0.9, 0.3), panel(0.9, 0.9, 0.9)]);
-    const removed: Rubric = { ...ORG, criteria: [{ name: 'grounding', weight: 0.55, min_pass: 0.7 }, { name: 'scope_accuracy', weight: 0.45, min_pass: 0.7 }] };
+    const removed: Rubric = {
+      ...ORG,
+      criteria: [
+        { name: 'grounding', weight: 0.55, min_pass: 0.7 },
+        { name: 'scope_accuracy', weight: 0.45, min_pass: 0.7 },
+      ],
+    };
     const replay = replayRubric(removed, collectRecorded(input), NAMES);
     expect(replay.flips['rejected_to_approved']!).toHaveLength(1);
-    expect(replay.flips['rejected_to_approved']![0]).toMatchObject({ id: ids[0], old_reason: 'criterion_floor', old_failed_criterion: 'generality', new_reason: 'gate_passed', new_failed_criterion: null });
+    expect(replay.flips['rejected_to_approved']![0]).toMatchObject({
+      id: ids[0],
+      old_reason: 'criterion_floor',
+      old_failed_criterion: 'generality',
+      new_reason: 'gate_passed',
+      new_failed_criterion: null,
+    });
     expect(replay.flips['rejected_to_approved']![0]!.new_aggregate).toBeCloseTo(0.55 * 1 + 0.45 * 0.9, 12);
     expect(replay.counts.judged_to_unjudged).toBe(0);
     expect(replay.stay).toBe(1);
@@ -94,12 +129,23 @@ describe('rescore replay', () => {
   it('makes a proposal unjudged when a new floored criterion was scored by nobody, or the panel changed', () => {
     const { input, ids } = recordedUnder(ORG, [panel(0.9, 0.9, 0.9)]);
     const recorded = collectRecorded(input);
-    const added: Rubric = { ...ORG, criteria: [...ORG.criteria.map((c) => ({ ...c, weight: c.weight - 0.05 })), { name: 'novelty', weight: 0.15, min_pass: 0.5 }] };
+    const added: Rubric = {
+      ...ORG,
+      criteria: [...ORG.criteria.map((c) => ({ ...c, weight: c.weight - 0.05 })), { name: 'novelty', weight: 0.15, min_pass: 0.5 }],
+    };
     expect(replayRubric(added, recorded, NAMES).flips['judged_to_unjudged']!).toEqual([
-      expect.objectContaining({ id: ids[0], from: 'approved', to: 'unjudged', new_reason: 'criterion novelty has a floor (0.5) but no judge scored it', new_aggregate: null }),
+      expect.objectContaining({
+        id: ids[0],
+        from: 'approved',
+        to: 'unjudged',
+        new_reason: 'criterion novelty has a floor (0.5) but no judge scored it',
+        new_aggregate: null,
+      }),
     ]);
     const bigger: Rubric = { ...ORG, judge_types: ['standard', 'adversarial', 'adversarial'] };
-    expect(replayRubric(bigger, recorded, NAMES).flips['judged_to_unjudged']![0]!.new_reason).toMatch(/^the panel \(standard, adversarial\) is not the rubric's/);
+    expect(replayRubric(bigger, recorded, NAMES).flips['judged_to_unjudged']![0]!.new_reason).toMatch(
+      /^the panel \(standard, adversarial\) is not the rubric's/,
+    );
   });
 
   it('uses a declined-ledger row only when the proposal file is gone, once per proposal', () => {
@@ -113,7 +159,13 @@ describe('rescore replay', () => {
       [ids[0], 'proposal'],
       [gone.id, 'ledger'],
     ]);
-    const removed: Rubric = { ...ORG, criteria: [{ name: 'grounding', weight: 0.5, min_pass: 0.7 }, { name: 'scope_accuracy', weight: 0.5, min_pass: 0.7 }] };
+    const removed: Rubric = {
+      ...ORG,
+      criteria: [
+        { name: 'grounding', weight: 0.5, min_pass: 0.7 },
+        { name: 'scope_accuracy', weight: 0.5, min_pass: 0.7 },
+      ],
+    };
     const replay = replayRubric(removed, recorded, NAMES);
     expect(replay.considered).toBe(2);
     expect(replay.flips['rejected_to_approved']!).toEqual([expect.objectContaining({ id: gone.id, source: 'ledger' })]);
@@ -143,8 +195,16 @@ describe('rescore replay', () => {
 
   it('leaves a proposal unjudged when a recorded judge verdict is unusable under the edited rubric', () => {
     const { input, ids } = recordedUnder(ORG, [panel(0.9, 0.9, 0.9)]);
-    const tampered = { ...input.proposals[0]!, verdict: { ...(input.proposals[0]!['verdict'] as object), judges: [{ ...judge('standard', { grounding: 0.9 }), criterion_scores: { grounding: 1.5 } }, judge('adversarial', { grounding: 0.9 })] } };
+    const tampered = {
+      ...input.proposals[0]!,
+      verdict: {
+        ...(input.proposals[0]!['verdict'] as object),
+        judges: [{ ...judge('standard', { grounding: 0.9 }), criterion_scores: { grounding: 1.5 } }, judge('adversarial', { grounding: 0.9 })],
+      },
+    };
     const replay = replayRubric(ORG, collectRecorded({ ...input, proposals: [tampered] }), NAMES);
-    expect(replay.flips['judged_to_unjudged']!).toEqual([expect.objectContaining({ id: ids[0], new_reason: 'the standard verdict: the grounding score 1.5 is outside [0, 1]' })]);
+    expect(replay.flips['judged_to_unjudged']!).toEqual([
+      expect.objectContaining({ id: ids[0], new_reason: 'the standard verdict: the grounding score 1.5 is outside [0, 1]' }),
+    ]);
   });
 });

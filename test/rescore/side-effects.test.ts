@@ -35,7 +35,9 @@ async function spiedPipeline(): Promise<{ dir: string; requests: () => number; m
     ),
   );
   const judgeFile = path.join(dir, 'stages', 'judge.yaml');
-  const judges = readFileSync(judgeFile, 'utf8').replace('standard: standard-checks', 'standard: spy-model').replace('adversarial: adversarial-checks', 'adversarial: spy-command');
+  const judges = readFileSync(judgeFile, 'utf8')
+    .replace('standard: standard-checks', 'standard: spy-model')
+    .replace('adversarial: adversarial-checks', 'adversarial: spy-command');
   writeFileSync(judgeFile, judges);
   return { dir, requests: () => requests, marker };
 }
@@ -52,7 +54,17 @@ describe('pipeline rescore side effects', () => {
     rmSync(path.join(t.storeDir, 'proposals', `${gone.id}.json`));
     await t.store.counts([]); // bring the store's listing cache (.index/) up to date, as `status` would
     const before = snapshotTree(t.storeDir);
-    const args = ['--dir', spy.dir, '--store', t.storeDir, 'rescore', '--rubric', 'test/fixtures/rescore/raised-floor.yaml', '--rubric', 'test/fixtures/rescore/reweighted.yaml'];
+    const args = [
+      '--dir',
+      spy.dir,
+      '--store',
+      t.storeDir,
+      'rescore',
+      '--rubric',
+      'test/fixtures/rescore/raised-floor.yaml',
+      '--rubric',
+      'test/fixtures/rescore/reweighted.yaml',
+    ];
 
     const text = await runCli(args, { cwd: ROOT });
     expectOk(text);

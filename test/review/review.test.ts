@@ -72,7 +72,10 @@ describe('confirm', () => {
     expect(value['visibility']).toBe('org');
     expect(value['confirmed_at']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     expect(value).not.toHaveProperty('candidate_before_confirm');
-    const events = readFileSync(path.join(t.storeDir, 'events.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const events = readFileSync(path.join(t.storeDir, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(events.map((row) => [row.event, row.from, row.to, row.stage, row.actor])).toEqual([
       ['create', null, 'pending', 'test', 'cli'],
       ['confirm', 'pending', 'confirmed', 'review', 'cli'],
@@ -107,7 +110,11 @@ describe('confirm', () => {
 
   it('refuses version_independent at private visibility, saying a private proposal runs no jury', async () => {
     const id = await propose(t.engine);
-    await expectRefused(() => review('confirm', id, { visibility: 'private', version_independent: 'true on every version' }), id, /private proposal runs no jury/);
+    await expectRefused(
+      () => review('confirm', id, { visibility: 'private', version_independent: 'true on every version' }),
+      id,
+      /private proposal runs no jury/,
+    );
   });
 
   it('refuses private when the candidate is already version_independent', async () => {
@@ -139,7 +146,11 @@ describe('confirm', () => {
   it('refuses a confirmed proposal whose repeat would change the candidate', async () => {
     const id = await propose(t.engine);
     await review('confirm', id, { visibility: 'org', version_independent: 'The behaviour is defined by the protocol itself' });
-    await expectRefused(() => review('confirm', id, { visibility: 'org', version_independent: 'another justification entirely' }), id, /already confirmed with a different visibility or resulting candidate/);
+    await expectRefused(
+      () => review('confirm', id, { visibility: 'org', version_independent: 'another justification entirely' }),
+      id,
+      /already confirmed with a different visibility or resulting candidate/,
+    );
   });
 
   it('accepts the same confirmation again as a success that writes nothing', async () => {
@@ -200,7 +211,10 @@ describe('pass', () => {
     expect(outcome).toMatchObject({ kind: 'committed', to: 'passed' });
     const value = proposal(id);
     expect(value['passed_at']).toMatch(/Z$/);
-    const rows = readFileSync(path.join(t.storeDir, 'passed.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const rows = readFileSync(path.join(t.storeDir, 'passed.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(rows).toEqual([{ lesson_id: id, artifact_id: value['artifact_id'], reason: 'too specific to this repo', passed_at: value['passed_at'] }]);
     expect(existsSync(path.join(t.storeDir, 'declined.jsonl'))).toBe(false);
   });
@@ -255,8 +269,14 @@ describe('pass', () => {
     expect(rows).toHaveLength(1);
     // the row is the interrupted commit's: its reason and the proposal's own passed_at
     expect(JSON.parse(rows[0]!)).toMatchObject({ lesson_id: id, reason: 'first', passed_at: proposal(id)['passed_at'] });
-    const audit = readFileSync(path.join(t.storeDir, 'events.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
-    expect(audit.filter((row) => row.id === id).map((row) => [row.event, row.repaired ?? false])).toEqual([['create', false], ['pass', true]]);
+    const audit = readFileSync(path.join(t.storeDir, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(audit.filter((row) => row.id === id).map((row) => [row.event, row.repaired ?? false])).toEqual([
+      ['create', false],
+      ['pass', true],
+    ]);
   });
 });
 
@@ -344,7 +364,10 @@ describe('unpass', () => {
     expect(rows).toHaveLength(2);
     expect(rows[0]).toMatchObject({ lesson_id: id, reason: 'by mistake' });
     expect(rows[1]).toEqual({ lesson_id: id, unpassed_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) });
-    const audit = readFileSync(path.join(t.storeDir, 'events.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const audit = readFileSync(path.join(t.storeDir, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(audit.map((row) => [row.event, row.from, row.to])).toEqual([
       ['create', null, 'pending'],
       ['pass', 'pending', 'passed'],

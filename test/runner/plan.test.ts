@@ -41,13 +41,25 @@ describe('judgeBatchPlan', () => {
 
   it('is empty for no units, and makes no call for a deterministic seat even when it is marked paid', () => {
     expect(judgeBatchPlan('j', [])).toEqual({ stage: 'j', items: 0, groups: {}, calls: 0, paidCalls: 0, paidProviders: [], refused: 0 });
-    expect(judgeBatchPlan('j', [{ kind: 'jury', rubric: 'r', seats: [checks('a'), checks('b')] }])).toMatchObject({ calls: 0, paidCalls: 0, paidProviders: [] });
+    expect(judgeBatchPlan('j', [{ kind: 'jury', rubric: 'r', seats: [checks('a'), checks('b')] }])).toMatchObject({
+      calls: 0,
+      paidCalls: 0,
+      paidProviders: [],
+    });
   });
 });
 
 describe('singleCallPlan', () => {
   it('is one call per unit to the provider: paid when it is, none when it is deterministic', () => {
-    expect(singleCallPlan('transform', 3, paid('claude'))).toEqual({ stage: 'transform', items: 3, groups: {}, calls: 3, paidCalls: 3, paidProviders: ['claude'], refused: 0 });
+    expect(singleCallPlan('transform', 3, paid('claude'))).toEqual({
+      stage: 'transform',
+      items: 3,
+      groups: {},
+      calls: 3,
+      paidCalls: 3,
+      paidProviders: ['claude'],
+      refused: 0,
+    });
     expect(singleCallPlan('transform', 3, free('ollama'))).toMatchObject({ calls: 3, paidCalls: 0, paidProviders: [] });
     expect(singleCallPlan('transform', 3, { name: 'mapper', paid: false, deterministic: true })).toMatchObject({ calls: 0, paidCalls: 0 });
   });
@@ -72,7 +84,7 @@ describe('planLines', () => {
   });
 });
 
-describe('the judge stage\'s plan over stored proposals', () => {
+describe("the judge stage's plan over stored proposals", () => {
   let t: TestEngine;
   let stage: JudgeStageDef;
   beforeEach(async () => {
@@ -91,13 +103,26 @@ describe('the judge stage\'s plan over stored proposals', () => {
 
   /** Every judge a paid model, except those named deterministic. */
   function providers(deterministic: string[] = []): { get(name: string): Provider } {
-    return { get: (name) => ({ name, kind: 'command', paid: !deterministic.includes(name), model: 'm', deterministic: deterministic.includes(name), call: () => Promise.reject(new Error('a plan calls nothing')) }) };
+    return {
+      get: (name) => ({
+        name,
+        kind: 'command',
+        paid: !deterministic.includes(name),
+        model: 'm',
+        deterministic: deterministic.includes(name),
+        call: () => Promise.reject(new Error('a plan calls nothing')),
+      }),
+    };
   }
 
-  it('groups by the rubric the proposal\'s visibility chooses, asks each seat\'s provider, and refuses what is not judgeable', async () => {
+  it("groups by the rubric the proposal's visibility chooses, asks each seat's provider, and refuses what is not judgeable", async () => {
     // judged already: it keeps its visibility, but is no longer in the stage's `from` state
     const judged = await proposal('org');
-    const verdict = await judgeWithProviders(t.engine, stage, await storedOf(t.store, judged), { providers: new Providers(t.pipeline, { env: {}, now: () => t.engine.now(), concurrency: 2 }), useCache: false, actor: 'run' });
+    const verdict = await judgeWithProviders(t.engine, stage, await storedOf(t.store, judged), {
+      providers: new Providers(t.pipeline, { env: {}, now: () => t.engine.now(), concurrency: 2 }),
+      useCache: false,
+      actor: 'run',
+    });
     expect(verdict.outcome.kind).toBe('committed');
     const ids = [await proposal('private'), await proposal('org'), await proposal('public'), await proposal('public'), await proposal(), judged];
     const run = judgeRun(t.engine, stage, providers());

@@ -26,7 +26,10 @@ describe('npm run demo', () => {
   it('runs the shipped pipeline end to end and exits 0', () => {
     expect(status, out).toBe(0);
     for (const stage of ['run transform', 'confirm', 'pass', 'run judge --yes', 'run promote', 'status', 'pool outcome', 'pool top', 'pool prune']) {
-      expect(echoed().some((command) => command.startsWith(stage)), stage).toBe(true);
+      expect(
+        echoed().some((command) => command.startsWith(stage)),
+        stage,
+      ).toBe(true);
     }
     // It ends with the pool in use: the ranking, then a dry-run prune.
     const commands = echoed();
@@ -39,7 +42,10 @@ describe('npm run demo', () => {
     expect(commands.length).toBeGreaterThan(10);
     const quoted = commands.filter((command) => command.includes("'"));
     expect(quoted.length, 'the demo runs at least one argument that needs quoting').toBeGreaterThan(0);
-    const shellWords = (command: string) => spawnSync('sh', ['-c', `printf '%s\\0' ${command}`], { encoding: 'utf8' }).stdout.split('\0').slice(0, -1);
+    const shellWords = (command: string) =>
+      spawnSync('sh', ['-c', `printf '%s\\0' ${command}`], { encoding: 'utf8' })
+        .stdout.split('\0')
+        .slice(0, -1);
     for (const command of commands) {
       const words = shellWords(command);
       // Arguments with spaces (a pass reason, a version-independence reason) come back as one word each.

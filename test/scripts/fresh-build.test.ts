@@ -16,7 +16,11 @@ function project(): string {
   copyFileSync(path.join(ROOT, 'scripts', 'fresh-build.js'), path.join(dir, 'scripts', 'fresh-build.js'));
   writeFileSync(path.join(dir, 'engine', 'a.ts'), 'export const a = 1;\n');
   // A build that records that it ran, writes its output, and stamps its inputs as the real one does.
-  const steps = ["node -e \"require('fs').appendFileSync('builds.log','x')\"", "node -e \"require('fs').writeFileSync('dist/pipeline.js','')\"", 'node scripts/fresh-build.js --stamp'];
+  const steps = [
+    "node -e \"require('fs').appendFileSync('builds.log','x')\"",
+    "node -e \"require('fs').writeFileSync('dist/pipeline.js','')\"",
+    'node scripts/fresh-build.js --stamp',
+  ];
   const build = steps.join(' && ');
   writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module', scripts: { build } }));
   return dir;

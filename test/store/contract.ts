@@ -26,8 +26,23 @@ export const LAYOUT: StoreLayout = {
 
 const ids = ['01ARZ3NDEKTSV4RRFFQ69G5FA1', '01ARZ3NDEKTSV4RRFFQ69G5FA2', '01ARZ3NDEKTSV4RRFFQ69G5FA3', '01ARZ3NDEKTSV4RRFFQ69G5FA4'];
 const [A, B, C, D] = ids as [string, string, string, string];
-const audit = (id: string, to: string, from: string | null = null, event = 'create'): AuditRow => ({ at: '2026-11-01T00:00:00Z', id, event, from, to, stage: 'test', actor: 'cli' });
-const proposal = (id: string, status = 'pending', key = `key-${id}`, extra: Record<string, unknown> = {}) => ({ id, artifact_id: key, created_at: '2026-11-01T00:00:00Z', status, candidate: { claim: `claim ${id}` }, ...extra });
+const audit = (id: string, to: string, from: string | null = null, event = 'create'): AuditRow => ({
+  at: '2026-11-01T00:00:00Z',
+  id,
+  event,
+  from,
+  to,
+  stage: 'test',
+  actor: 'cli',
+});
+const proposal = (id: string, status = 'pending', key = `key-${id}`, extra: Record<string, unknown> = {}) => ({
+  id,
+  artifact_id: key,
+  created_at: '2026-11-01T00:00:00Z',
+  status,
+  candidate: { claim: `claim ${id}` },
+  ...extra,
+});
 
 async function all<T>(items: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
@@ -87,15 +102,22 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         const store = await make();
         let n = 0;
         await fc.assert(
-          fc.asyncProperty(fc.dictionary(fc.string({ minLength: 1 }).filter((key) => !['id', 'status', 'artifact_id', '__proto__'].includes(key)), fc.jsonValue(), { maxKeys: 6 }), async (extra) => {
-            n++;
-            const id = `01ARZ3NDEKTSV4RRFFQ69G${String(n).padStart(4, '0')}`;
-            const value = { id, artifact_id: `prop-${n}`, status: 'pending', ...extra };
-            const result = await store.create({ proposal: value, key: `prop-${n}`, audit: audit(id, 'pending') });
-            if (!result.ok) return false;
-            const read = await store.read(id);
-            return read.kind === 'found' && JSON.stringify(read.stored.proposal) === JSON.stringify(JSON.parse(JSON.stringify(value)));
-          }),
+          fc.asyncProperty(
+            fc.dictionary(
+              fc.string({ minLength: 1 }).filter((key) => !['id', 'status', 'artifact_id', '__proto__'].includes(key)),
+              fc.jsonValue(),
+              { maxKeys: 6 },
+            ),
+            async (extra) => {
+              n++;
+              const id = `01ARZ3NDEKTSV4RRFFQ69G${String(n).padStart(4, '0')}`;
+              const value = { id, artifact_id: `prop-${n}`, status: 'pending', ...extra };
+              const result = await store.create({ proposal: value, key: `prop-${n}`, audit: audit(id, 'pending') });
+              if (!result.ok) return false;
+              const read = await store.read(id);
+              return read.kind === 'found' && JSON.stringify(read.stored.proposal) === JSON.stringify(JSON.parse(JSON.stringify(value)));
+            },
+          ),
           { numRuns: 40 },
         );
       });
@@ -106,7 +128,12 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         const store = await make();
         const version = await created(store, A);
         expect((await store.commit(change(A, version, 'confirmed'))).ok).toBe(true);
-        const stale = await store.commit(change(A, version, 'passed', { ledger: [{ ledger: 'passed', row: { id: A } }], entries: [{ op: 'put', collection: 'approved', id: A, entry: { v: 1 } }] }));
+        const stale = await store.commit(
+          change(A, version, 'passed', {
+            ledger: [{ ledger: 'passed', row: { id: A } }],
+            entries: [{ op: 'put', collection: 'approved', id: A, entry: { v: 1 } }],
+          }),
+        );
         expect(stale).toEqual({ ok: false, reason: 'changed' });
         const read = await store.read(A);
         expect(read.kind === 'found' && read.stored.proposal['status']).toBe('confirmed');
@@ -119,7 +146,9 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         const store = await make();
         const other = await hooks.reopen(store);
         const version = await created(store, A);
-        const results = await Promise.all(['confirmed', 'passed', 'confirmed', 'passed'].map((status, i) => (i % 2 ? other : store).commit(change(A, version, status))));
+        const results = await Promise.all(
+          ['confirmed', 'passed', 'confirmed', 'passed'].map((status, i) => (i % 2 ? other : store).commit(change(A, version, status))),
+        );
         expect(results.filter((result) => result.ok)).toHaveLength(1);
         expect(await all(store.audit({ id: A }))).toHaveLength(2);
       });
@@ -133,7 +162,12 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         const store = await make();
         const version = await created(store, A);
         const rows = [audit(A, 'approved', 'pending', 'approve'), audit(A, 'approved', 'approved', 'promote')];
-        const result = await store.commit({ ...change(A, version, 'approved'), audit: rows, ledger: [{ ledger: 'declined', row: { id: A, reason: 'r' } }], entries: [{ op: 'put', collection: 'approved', id: A, entry: { id: A, n: 1 } }] });
+        const result = await store.commit({
+          ...change(A, version, 'approved'),
+          audit: rows,
+          ledger: [{ ledger: 'declined', row: { id: A, reason: 'r' } }],
+          entries: [{ op: 'put', collection: 'approved', id: A, entry: { id: A, n: 1 } }],
+        });
         expect(result.ok).toBe(true);
         expect((await all(store.audit({ id: A }))).slice(1)).toEqual(rows);
         expect(await store.lastAudit(A)).toEqual(rows[1]);
@@ -145,9 +179,18 @@ export function storeContract(name: string, hooks: ContractHooks): void {
       it('never overwrites an entry, and appends a `once` row only when none names the proposal', async () => {
         const store = await make();
         let version = await created(store, A);
-        const first = await store.commit({ ...change(A, version, 'confirmed'), ledger: [{ ledger: 'declined', row: { id: A, n: 1 }, once: 'id' }], entries: [{ op: 'put', collection: 'approved', id: A, entry: { v: 1 } }] });
+        const first = await store.commit({
+          ...change(A, version, 'confirmed'),
+          ledger: [{ ledger: 'declined', row: { id: A, n: 1 }, once: 'id' }],
+          entries: [{ op: 'put', collection: 'approved', id: A, entry: { v: 1 } }],
+        });
         version = first.ok ? first.version : '';
-        const second = await store.commit({ ...change(A, version, 'approved'), audit: [audit(A, 'approved', 'confirmed', 'x')], ledger: [{ ledger: 'declined', row: { id: A, n: 2 }, once: 'id' }], entries: [{ op: 'put', collection: 'approved', id: A, entry: { v: 2 } }] });
+        const second = await store.commit({
+          ...change(A, version, 'approved'),
+          audit: [audit(A, 'approved', 'confirmed', 'x')],
+          ledger: [{ ledger: 'declined', row: { id: A, n: 2 }, once: 'id' }],
+          entries: [{ op: 'put', collection: 'approved', id: A, entry: { v: 2 } }],
+        });
         expect(second.ok).toBe(true);
         expect(await store.readEntry('approved', A)).toEqual({ v: 1 });
         expect(await all(store.ledger('declined'))).toEqual([{ id: A, n: 1 }]);
@@ -159,15 +202,27 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         const entry = { id: A, claim: 'x', nested: { list: [1, 'two', null] } };
         let result = await store.commit({ ...change(A, version, 'approved'), entries: [{ op: 'put', collection: 'approved', id: A, entry }] });
         version = result.ok ? result.version : '';
-        result = await store.commit({ ...change(A, version, 'archived'), audit: [audit(A, 'archived', 'approved', 'archive')], entries: [{ op: 'move', from: 'approved', to: 'archived', id: A }] });
+        result = await store.commit({
+          ...change(A, version, 'archived'),
+          audit: [audit(A, 'archived', 'approved', 'archive')],
+          entries: [{ op: 'move', from: 'approved', to: 'archived', id: A }],
+        });
         expect(result.ok).toBe(true);
         version = result.ok ? result.version : '';
         expect(await store.readEntry('approved', A)).toBeUndefined();
         expect(await store.readEntry('archived', A)).toEqual(entry);
-        const refused = await store.commit({ ...change(A, version, 'archived'), audit: [audit(A, 'archived', 'approved', 'archive')], entries: [{ op: 'move', from: 'approved', to: 'archived', id: A }] });
+        const refused = await store.commit({
+          ...change(A, version, 'archived'),
+          audit: [audit(A, 'archived', 'approved', 'archive')],
+          entries: [{ op: 'move', from: 'approved', to: 'archived', id: A }],
+        });
         expect(refused).toMatchObject({ ok: false, reason: 'entry' });
         expect(await all(store.audit({ id: A }))).toHaveLength(3);
-        result = await store.commit({ ...change(A, version, 'approved'), audit: [audit(A, 'approved', 'archived', 'restore')], entries: [{ op: 'move', from: 'archived', to: 'approved', id: A }] });
+        result = await store.commit({
+          ...change(A, version, 'approved'),
+          audit: [audit(A, 'approved', 'archived', 'restore')],
+          entries: [{ op: 'move', from: 'archived', to: 'approved', id: A }],
+        });
         expect(result.ok).toBe(true);
         expect(await store.readEntry('approved', A)).toEqual(entry);
         expect(await all(store.entries('archived'))).toEqual([]);
@@ -179,7 +234,11 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         const entry = { z: 1, id: A, a: { y: [2, { x: null }], b: 'é\u2028' }, m: -0.5 };
         const since = await store.changes();
         let result = await store.commit({ ...change(A, version, 'approved'), entries: [{ op: 'put', collection: 'approved', id: A, entry }] });
-        const moves = [['approved', 'archived', 'archived'], ['archived', 'approved', 'approved'], ['approved', 'archived', 'archived']] as const;
+        const moves = [
+          ['approved', 'archived', 'archived'],
+          ['archived', 'approved', 'approved'],
+          ['approved', 'archived', 'archived'],
+        ] as const;
         for (const [from, to, status] of moves) {
           version = result.ok ? result.version : '';
           result = await store.commit({ ...change(A, version, status), audit: [audit(A, status, from, 'move')], entries: [{ op: 'move', from, to, id: A }] });
@@ -193,7 +252,10 @@ export function storeContract(name: string, hooks: ContractHooks): void {
       it('refuses a move onto an entry that is already there, writing nothing', async () => {
         const store = await make();
         const version = await created(store, A);
-        const both: EntryWrite[] = [{ op: 'put', collection: 'approved', id: A, entry: { v: 1 } }, { op: 'put', collection: 'archived', id: A, entry: { v: 2 } }];
+        const both: EntryWrite[] = [
+          { op: 'put', collection: 'approved', id: A, entry: { v: 1 } },
+          { op: 'put', collection: 'archived', id: A, entry: { v: 2 } },
+        ];
         const first = await store.commit({ ...change(A, version, 'approved'), entries: both });
         const next = first.ok ? first.version : '';
         const move: EntryWrite[] = [{ op: 'move', from: 'approved', to: 'archived', id: A }];
@@ -212,7 +274,7 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         const version = await created(store, A);
         const { leases } = await store.claim('judge', { keys: [A] }, 1, 60_000);
         const lease = leases[0]!;
-        expect((await other.commit({ ...change(A, version, 'confirmed'), lease }))).toEqual({ ok: false, reason: 'lease' });
+        expect(await other.commit({ ...change(A, version, 'confirmed'), lease })).toEqual({ ok: false, reason: 'lease' });
         await hooks.expire(store, lease);
         const taken = await other.claim('judge', { keys: [A] }, 1, 60_000);
         expect(taken.leases).toHaveLength(1);
@@ -224,7 +286,10 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         const store = await make();
         await store.appendLedger('declined', { artifact_id: 'a', reason: 'r' });
         await store.appendLedger('declined', { artifact_id: 'b', reason: 'line\nbreak' });
-        expect(await all(store.ledger('declined'))).toEqual([{ artifact_id: 'a', reason: 'r' }, { artifact_id: 'b', reason: 'line\nbreak' }]);
+        expect(await all(store.ledger('declined'))).toEqual([
+          { artifact_id: 'a', reason: 'r' },
+          { artifact_id: 'b', reason: 'line\nbreak' },
+        ]);
         expect(await all(store.ledger('passed'))).toEqual([]);
       });
 
@@ -239,7 +304,8 @@ export function storeContract(name: string, hooks: ContractHooks): void {
       it('lists by status (or statuses) in id order with keyset paging, and counts every state with zeros', async () => {
         const store = await make();
         for (const [index, id] of [...ids].reverse().entries()) await created(store, id, index % 2 ? 'confirmed' : 'pending', `k${index}`);
-        const ofStatus = async (status: string | string[], after?: string) => (await all(store.list({ status, ...(after ? { after } : {}) }))).map((item) => (item.kind === 'found' ? item.stored.id : item.id));
+        const ofStatus = async (status: string | string[], after?: string) =>
+          (await all(store.list({ status, ...(after ? { after } : {}) }))).map((item) => (item.kind === 'found' ? item.stored.id : item.id));
         expect(await ofStatus('pending')).toEqual([B, D]);
         expect(await ofStatus('confirmed')).toEqual([A, C]);
         expect(await ofStatus(['pending', 'confirmed'], B)).toEqual([C, D]);
@@ -256,7 +322,10 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         await created(store, B, '__proto__', 'k2');
         const { counts, unknown } = await store.counts(['pending']);
         expect(counts).toEqual({ pending: 0 });
-        expect(Object.entries(unknown).sort()).toEqual([['__proto__', 1], ['constructor', 1]]);
+        expect(Object.entries(unknown).sort()).toEqual([
+          ['__proto__', 1],
+          ['constructor', 1],
+        ]);
       });
 
       it('lists the proposals that lack a marked field (a stamp) without reading them', async () => {

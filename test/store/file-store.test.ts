@@ -77,7 +77,11 @@ describe('file store: files', () => {
     const script = (n: number) => `import { FileStore } from ${JSON.stringify(path.join(ROOT, 'dist', 'engine', 'store', 'file-store.js'))};
       const store = new FileStore({ dir: ${JSON.stringify(store.location)}, ledgers: { declined: 'declined.jsonl' } });
       for (let i = 0; i < 20; i++) await store.appendLedger('declined', { writer: ${n}, i });`;
-    await Promise.all([1, 2, 3, 4].map((n) => new Promise((resolve) => spawn(process.execPath, ['--input-type=module', '-e', script(n)], { stdio: 'inherit' }).on('exit', resolve))));
+    await Promise.all(
+      [1, 2, 3, 4].map(
+        (n) => new Promise((resolve) => spawn(process.execPath, ['--input-type=module', '-e', script(n)], { stdio: 'inherit' }).on('exit', resolve)),
+      ),
+    );
     const text = lines(file);
     expect(text.slice(0, -1).filter((line) => line === '')).toEqual([]);
     expect(text.filter((line) => line.startsWith('{"writer"'))).toHaveLength(80);
@@ -101,7 +105,6 @@ describe('file store: files', () => {
     expect((await store.counts(['pending'])).counts).toEqual({ pending: 1 });
   });
 
-
   it('lists a store it has not indexed yet (or files changed since) exactly as it lists an indexed one', async () => {
     const store = make();
     const ids = ['01ARZ3NDEKTSV4RRFFQ69G5FA1', '01ARZ3NDEKTSV4RRFFQ69G5FA2', '01ARZ3NDEKTSV4RRFFQ69G5FA3', '01ARZ3NDEKTSV4RRFFQ69G5FA4'];
@@ -111,20 +114,32 @@ describe('file store: files', () => {
     ids.forEach((id, i) => write(id, i % 2 ? 'confirmed' : 'pending'));
     writeFileSync(path.join(dir, '01ARZ3NDEKTSV4RRFFQ69G5FA5.json'), '{"status": "confirmed", trunc');
     const listing = async () =>
-      (await all(store.list({ status: 'confirmed' }))).map((listed) => (listed.kind === 'found' ? [listed.stored.id, listed.stored.proposal['status'], listed.stored.version] : [listed.id, listed.kind]));
+      (await all(store.list({ status: 'confirmed' }))).map((listed) =>
+        listed.kind === 'found' ? [listed.stored.id, listed.stored.proposal['status'], listed.stored.version] : [listed.id, listed.kind],
+      );
     const text = (id: string) => readFileSync(path.join(dir, `${id}.json`), 'utf8');
     const first = await listing(); // no index: the scan reads every file, the listing uses those reads
-    expect(first).toEqual([[ids[1], 'confirmed', text(ids[1]!)], [ids[3], 'confirmed', text(ids[3]!)], ['01ARZ3NDEKTSV4RRFFQ69G5FA5', 'malformed']]);
+    expect(first).toEqual([
+      [ids[1], 'confirmed', text(ids[1]!)],
+      [ids[3], 'confirmed', text(ids[3]!)],
+      ['01ARZ3NDEKTSV4RRFFQ69G5FA5', 'malformed'],
+    ]);
     expect(existsSync(path.join(store.location, '.index', 'proposals.tsv'))).toBe(true);
     expect(await listing()).toEqual(first); // indexed: the same, read again
     write(ids[0]!, 'confirmed');
     write(ids[1]!, 'pending');
     const changed = await listing(); // two files changed since the index: read by the scan, listed as they are now
-    expect(changed).toEqual([[ids[0], 'confirmed', text(ids[0]!)], [ids[3], 'confirmed', text(ids[3]!)], ['01ARZ3NDEKTSV4RRFFQ69G5FA5', 'malformed']]);
+    expect(changed).toEqual([
+      [ids[0], 'confirmed', text(ids[0]!)],
+      [ids[3], 'confirmed', text(ids[3]!)],
+      ['01ARZ3NDEKTSV4RRFFQ69G5FA5', 'malformed'],
+    ]);
     // What a listing hands out is the file's own text: a commit on it applies.
     const [, , version] = changed[0] as [string, string, string];
     const next = { ...pending, id: ids[0]!, status: 'approved' };
-    expect(await store.commit({ id: ids[0]!, version, next, audit: [{ ...created, id: ids[0]!, event: 'approve', from: 'confirmed', to: 'approved' }] })).toMatchObject({ ok: true });
+    expect(
+      await store.commit({ id: ids[0]!, version, next, audit: [{ ...created, id: ids[0]!, event: 'approve', from: 'confirmed', to: 'approved' }] }),
+    ).toMatchObject({ ok: true });
   });
   it('sweeps the temp files of dead processes at recovery, and leaves a live process its own', async () => {
     const store = make();
@@ -234,13 +249,23 @@ describe('file store: a commit lands whole, whatever point a crash hits', () => 
       const killed = crashAt(store.location, step, version, ledger);
       const next = make(store.location);
       // The next writer finishes the interrupted commit first; its own (stale) commit is then refused.
-      expect(await next.commit({ id: ID, version, next: { ...pending, status: 'confirmed' }, audit: [{ ...created, event: 'confirm', from: 'pending', to: 'confirmed', at: '2026-11-01T00:00:02Z' }] })).toEqual({ ok: false, reason: 'changed' });
+      expect(
+        await next.commit({
+          id: ID,
+          version,
+          next: { ...pending, status: 'confirmed' },
+          audit: [{ ...created, event: 'confirm', from: 'pending', to: 'confirmed', at: '2026-11-01T00:00:02Z' }],
+        }),
+      ).toEqual({ ok: false, reason: 'changed' });
       const read = await next.read(ID);
       expect(read.kind === 'found' && read.stored.proposal['status']).toBe('passed');
       expect(await all(next.ledger('passed'))).toEqual([{ id: ID, reason: null }]);
       expect(await next.readEntry('approved', ID)).toEqual({ id: ID });
       const rows = await all(next.audit({ id: ID }));
-      expect(rows.map((row) => [row.event, row.repaired ?? false])).toEqual([['create', false], ['pass', true]]);
+      expect(rows.map((row) => [row.event, row.repaired ?? false])).toEqual([
+        ['create', false],
+        ['pass', true],
+      ]);
       expect(rows[1]!.repaired_at).toMatch(/Z$/);
       expect(readdirSync(path.join(store.location, '.journal')).filter((name) => name.includes(`.${killed}.`))).toEqual([]);
       expect(await next.recover()).toBe(0);

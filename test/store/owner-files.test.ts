@@ -64,7 +64,7 @@ describe('OwnerFiles', () => {
     expect(second.holds(lock)).toBe(true);
   });
 
-  it('releasing twice removes nothing the second time (the file may be someone else\'s by then)', async () => {
+  it("releasing twice removes nothing the second time (the file may be someone else's by then)", async () => {
     const { owners, lock } = setup();
     const first = new OwnerFiles(owners);
     const second = new OwnerFiles(owners);
@@ -103,7 +103,7 @@ describe('OwnerFiles', () => {
     }
   });
 
-  it('holds an owner on another host live for its lease (the file\'s mtime), stale after', () => {
+  it("holds an owner on another host live for its lease (the file's mtime), stale after", () => {
     const { owners, lock } = setup();
     const remote = { host: `${os.hostname()}-elsewhere`, pid: process.pid, start: null, nonce: 'r' };
     writeFileSync(lock, JSON.stringify(remote));
@@ -116,7 +116,7 @@ describe('OwnerFiles', () => {
     expect(files.tryAcquire(lock)).not.toBeNull();
   });
 
-  it('renew() moves the shared owner inode\'s mtime forward, keeping a lease on another host', () => {
+  it("renew() moves the shared owner inode's mtime forward, keeping a lease on another host", () => {
     const { owners, lock } = setup();
     const files = new OwnerFiles(owners);
     files.tryAcquire(lock);

@@ -53,7 +53,10 @@ function gatedPipeline(ttl: string): { dir: string; calls: string; gate: string 
   const verdict = path.join(dir, 'verdict.json');
   const calls = path.join(dir, 'calls');
   const gate = path.join(dir, 'gate');
-  writeFileSync(verdict, JSON.stringify({ score: 0.9, passed: true, criterion_scores: { grounding: 0.9, scope_accuracy: 0.9, generality: 0.9, disclosure: 1 } }));
+  writeFileSync(
+    verdict,
+    JSON.stringify({ score: 0.9, passed: true, criterion_scores: { grounding: 0.9, scope_accuracy: 0.9, generality: 0.9, disclosure: 1 } }),
+  );
   const main = path.join(dir, 'pipeline.yaml');
   const command = `sh -c 'echo call >> ${calls}; while [ ! -e ${gate} ]; do sleep 0.05; done; cat ${verdict}'`;
   writeFileSync(
@@ -63,7 +66,10 @@ function gatedPipeline(ttl: string): { dir: string; calls: string; gate: string 
       .replace(/defaults:\n/, `defaults:\n  claim_ttl: ${ttl}\n`),
   );
   const judge = path.join(dir, 'stages', 'judge.yaml');
-  writeFileSync(judge, readFileSync(judge, 'utf8').replace('standard: standard-checks', 'standard: gated').replace('adversarial: adversarial-checks', 'adversarial: gated'));
+  writeFileSync(
+    judge,
+    readFileSync(judge, 'utf8').replace('standard: standard-checks', 'standard: gated').replace('adversarial: adversarial-checks', 'adversarial: gated'),
+  );
   return { dir, calls, gate };
 }
 
@@ -95,7 +101,13 @@ const verdictRows = (rows: AuditRow[]) => rows.filter((row) => row.event === 'ap
 async function judgeInFlight(ttl: string, url: string) {
   const { dir, calls, gate } = gatedPipeline(ttl);
   const id = await confirmedProposal(dir, url);
-  const env = { ...process.env, PIPELINE_STORE: url, PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE, PIPELINE_CONFIG_CACHE: tempDir('pipeline-config-cache-'), NO_COLOR: '1' };
+  const env = {
+    ...process.env,
+    PIPELINE_STORE: url,
+    PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE,
+    PIPELINE_CONFIG_CACHE: tempDir('pipeline-config-cache-'),
+    NO_COLOR: '1',
+  };
   const run = () => start(['--dir', dir, 'run', 'judge', '--yes', '--json'], env).done;
   const first = run();
   let ended = false;

@@ -59,7 +59,11 @@ describe.skipIf(!PG_URL)('PostgreSQL', () => {
       const first = track(open(url));
       for (let i = 0; i < 40; i++) {
         const id = `01ARZ3NDEKTSV4RRFFQ69G${String(i).padStart(4, '0')}`;
-        await first.create({ proposal: { id, status: 'confirmed' }, key: `k${i}`, audit: { at: '2026-11-01T00:00:00Z', id, event: 'create', from: null, to: 'confirmed', stage: 't', actor: 'cli' } });
+        await first.create({
+          proposal: { id, status: 'confirmed' },
+          key: `k${i}`,
+          audit: { at: '2026-11-01T00:00:00Z', id, event: 'create', from: null, to: 'confirmed', stage: 't', actor: 'cli' },
+        });
       }
       const workers = Array.from({ length: 6 }, () => track(open(url)));
       const claimed = await Promise.all(workers.map((worker) => worker.claim('judge', { query: { status: 'confirmed' } }, 10, 60_000)));

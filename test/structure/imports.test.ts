@@ -40,7 +40,8 @@ describe('engine imports', () => {
     const root = tree({
       'jury/gate.ts': "import { readFileSync } from 'node:fs';\nimport { clamp } from '../util/numbers.js';\nexport const gate = () => clamp(readFileSync);\n",
       'lifecycle/decide.ts': "import type { Store } from '../store/types.js';\nexport type Decide = Store;\n",
-      'expr/evaluate.ts': "import { createHmac } from 'node:crypto';\nimport { find } from '../util/root.js';\nexport const evaluate = () => [createHmac, find];\n",
+      'expr/evaluate.ts':
+        "import { createHmac } from 'node:crypto';\nimport { find } from '../util/root.js';\nexport const evaluate = () => [createHmac, find];\n",
       'util/numbers.ts': 'export const clamp = (value: unknown) => value;\n',
       'util/root.ts': "import { existsSync } from 'node:fs';\nexport const find = () => existsSync('.');\n",
       'store/types.ts': 'export interface Store { id: string }\n',

@@ -41,14 +41,24 @@ function expectEachJudgedOnce({ t, results }: Awaited<ReturnType<typeof concurre
     const status = proposals.get(id)!['status'] as string;
     (status === 'approved' ? approved : status === 'rejected' ? rejected : []).push(id);
     const rows = audit.get(id) ?? [];
-    expect(verdictRows(rows).map((row) => row['to']), id).toEqual([status]);
-    expect(rows.filter((row) => row['event'] === 'promote'), id).toHaveLength(1);
+    expect(
+      verdictRows(rows).map((row) => row['to']),
+      id,
+    ).toEqual([status]);
+    expect(
+      rows.filter((row) => row['event'] === 'promote'),
+      id,
+    ).toHaveLength(1);
     expect(rows.at(-1)?.['to'], id).toBe(status);
   }
   expect(approved.length + rejected.length).toBe(PROPOSALS);
   const pool = readdirSync(path.join(t.storeDir, 'approved')).map((name) => name.slice(0, 26));
   expect(pool.sort()).toEqual(approved.sort());
-  expect(readRows(path.join(t.storeDir, 'declined.jsonl')).rows.map((row) => row['id']).sort()).toEqual(rejected.sort());
+  expect(
+    readRows(path.join(t.storeDir, 'declined.jsonl'))
+      .rows.map((row) => row['id'])
+      .sort(),
+  ).toEqual(rejected.sort());
 }
 
 describe('concurrent judge runs on one store', () => {

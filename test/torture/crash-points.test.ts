@@ -37,8 +37,14 @@ describe('crash points of a verdict and its promotion (one commit)', () => {
       expect(approved.length + rejected.length).toBe(t.ids.length);
       for (const id of t.ids) {
         const rows = rowsOf(t.storeDir, id);
-        expect(rows.filter((row) => row['event'] === 'approve' || row['event'] === 'reject'), id).toHaveLength(1);
-        expect(rows.filter((row) => row['event'] === 'promote'), id).toHaveLength(1);
+        expect(
+          rows.filter((row) => row['event'] === 'approve' || row['event'] === 'reject'),
+          id,
+        ).toHaveLength(1);
+        expect(
+          rows.filter((row) => row['event'] === 'promote'),
+          id,
+        ).toHaveLength(1);
         expect(proposals.get(id)!['promoted_at'], id).toEqual(expect.any(String));
       }
       // Exactly one commit was interrupted: its rows, and only those, say they were added later.
@@ -46,7 +52,11 @@ describe('crash points of a verdict and its promotion (one commit)', () => {
       expect(repaired.map((row) => row['event']).sort()).toEqual(expect.arrayContaining(['promote']));
       expect(new Set(repaired.map((row) => row['id'])).size).toBe(1);
       expect(readdirSync(path.join(t.storeDir, 'approved')).sort()).toEqual(approved.map((id) => `${id}.json`).sort());
-      expect(readRows(path.join(t.storeDir, 'declined.jsonl')).rows.map((row) => row['id']).sort()).toEqual(rejected.sort());
+      expect(
+        readRows(path.join(t.storeDir, 'declined.jsonl'))
+          .rows.map((row) => row['id'])
+          .sort(),
+      ).toEqual(rejected.sort());
     }, 60_000);
   }
 });

@@ -84,13 +84,21 @@ it('survives 16 SIGKILLs of a judge run and torn log lines: nothing corrupt or m
     (proposal['status'] === 'approved' ? approved : rejected).push(id);
     const rows = audit.get(id) ?? [];
     // Judged once: one verdict row, one promotion row, and the log ends where the file is.
-    expect(verdictRows(rows).map((row) => row['to']), id).toEqual([proposal['status']]);
-    expect(rows.filter((row) => row['event'] === 'promote'), id).toHaveLength(1);
+    expect(
+      verdictRows(rows).map((row) => row['to']),
+      id,
+    ).toEqual([proposal['status']]);
+    expect(
+      rows.filter((row) => row['event'] === 'promote'),
+      id,
+    ).toHaveLength(1);
     expect(rows.at(-1)?.['to'], id).toBe(proposal['status']);
   }
 
   // The pool holds exactly the approved proposals; the ledger one row per rejected proposal.
-  const pool = readdirSync(path.join(t.storeDir, 'approved')).filter((name) => name.endsWith('.json')).map((name) => name.slice(0, 26));
+  const pool = readdirSync(path.join(t.storeDir, 'approved'))
+    .filter((name) => name.endsWith('.json'))
+    .map((name) => name.slice(0, 26));
   expect(pool.sort()).toEqual(approved.sort());
   const declined = readRows(declinedFile);
   expect(declined.rows.map((row) => row['id']).sort()).toEqual(rejected.sort());

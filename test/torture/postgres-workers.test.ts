@@ -24,14 +24,23 @@ const WORKERS = 4;
 function slowPipeline(): string {
   const dir = copyPipeline();
   const verdict = path.join(dir, 'verdict.json');
-  writeFileSync(verdict, JSON.stringify({ score: 0.9, passed: true, criterion_scores: { grounding: 0.9, scope_accuracy: 0.9, generality: 0.9, disclosure: 1 } }));
+  writeFileSync(
+    verdict,
+    JSON.stringify({ score: 0.9, passed: true, criterion_scores: { grounding: 0.9, scope_accuracy: 0.9, generality: 0.9, disclosure: 1 } }),
+  );
   const main = path.join(dir, 'pipeline.yaml');
   const yaml = readFileSync(main, 'utf8')
-    .replace('providers:\n', `providers:\n  slow:\n    kind: command\n    command: "sh -c 'sleep 0.05; cat ${verdict}'"\n    paid: false\n    concurrency: 64\n`)
+    .replace(
+      'providers:\n',
+      `providers:\n  slow:\n    kind: command\n    command: "sh -c 'sleep 0.05; cat ${verdict}'"\n    paid: false\n    concurrency: 64\n`,
+    )
     .replace(/defaults:\n/, 'defaults:\n  claim_ttl: 3s\n');
   writeFileSync(main, yaml);
   const judge = path.join(dir, 'stages', 'judge.yaml');
-  writeFileSync(judge, readFileSync(judge, 'utf8').replace('standard: standard-checks', 'standard: slow').replace('adversarial: adversarial-checks', 'adversarial: slow'));
+  writeFileSync(
+    judge,
+    readFileSync(judge, 'utf8').replace('standard: standard-checks', 'standard: slow').replace('adversarial: adversarial-checks', 'adversarial: slow'),
+  );
   return dir;
 }
 
@@ -79,7 +88,13 @@ describe.skipIf(!PG_URL)('many workers on one PostgreSQL store', () => {
     const url = freshSchemaUrl('workers');
     const { store, ids } = await confirmedDatabase(dir, url, PROPOSALS);
     stores.push(store);
-    const env = { ...process.env, PIPELINE_STORE: url, PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE, PIPELINE_CONFIG_CACHE: tempDir('pipeline-config-cache-'), NO_COLOR: '1' };
+    const env = {
+      ...process.env,
+      PIPELINE_STORE: url,
+      PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE,
+      PIPELINE_CONFIG_CACHE: tempDir('pipeline-config-cache-'),
+      NO_COLOR: '1',
+    };
     const args = ['--dir', dir, 'run', 'judge', '--yes', '--json', '--concurrency', '8'];
     const workers = Array.from({ length: WORKERS }, () => start(args, env));
     // Kill one worker once the run is well under way, while it holds leases on work in flight.
@@ -111,7 +126,9 @@ describe.skipIf(!PG_URL)('many workers on one PostgreSQL store', () => {
     for await (const _id of store.entries('approved')) entries++;
     expect(entries).toBe(PROPOSALS);
     // The summaries add up: every proposal was counted as judged by exactly one worker.
-    const judgedBy = [...results, last].filter((result) => result.code !== null).map((result) => JSON.parse(result.stdout) as { counts: Record<string, number> });
+    const judgedBy = [...results, last]
+      .filter((result) => result.code !== null)
+      .map((result) => JSON.parse(result.stdout) as { counts: Record<string, number> });
     const counted = judgedBy.reduce((sum, summary) => sum + (summary.counts['approved'] ?? 0) + (summary.counts['rejected'] ?? 0), 0);
     expect(counted).toBeLessThanOrEqual(PROPOSALS);
     expect(counted).toBeGreaterThan(PROPOSALS / 2);

@@ -30,9 +30,15 @@ function tree(dir: string): Record<string, string> {
 
 const asRoot = process.getuid?.() === 0;
 const READ_ONLY = [
-  ['status'], ['list', '--state', 'approved'], ['list', '--json'], ['viz', '--format', 'json'], ['rescore', '--rubric', 'rubrics/lesson-promotion.yaml'],
+  ['status'],
+  ['list', '--state', 'approved'],
+  ['list', '--json'],
+  ['viz', '--format', 'json'],
+  ['rescore', '--rubric', 'rubrics/lesson-promotion.yaml'],
   // The pool's reads: the ranking and a dry-run prune (what it would archive) write nothing but the ranking index.
-  ['pool', 'top', '--k', '5'], ['pool', 'prune'], ['pool', 'prune', '--json'],
+  ['pool', 'top', '--k', '5'],
+  ['pool', 'prune'],
+  ['pool', 'prune', '--json'],
 ];
 
 describe('read-only commands', () => {

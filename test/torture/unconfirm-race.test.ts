@@ -28,7 +28,8 @@ it('an unconfirm racing a judge run is either refused naming the verdict or leav
   // Start once the run has judged something, and race that very proposal too: it must refuse.
   let first: string | undefined;
   for (let waited = 0; !first && waited < 20_000; waited += 5) {
-    if (existsSync(eventsFile) && statSync(eventsFile).size > 0) first = verdictRows(readRows(eventsFile).rows.slice(rowsBefore))[0]?.['id'] as string | undefined;
+    if (existsSync(eventsFile) && statSync(eventsFile).size > 0)
+      first = verdictRows(readRows(eventsFile).rows.slice(rowsBefore))[0]?.['id'] as string | undefined;
     if (!first) await sleep(5);
   }
   expect(first).toBeDefined();
@@ -36,12 +37,14 @@ it('an unconfirm racing a judge run is either refused naming the verdict or leav
 
   const unconfirm = findReviewCommand(t.pipeline, 'unconfirm')!;
   const human = new Map<string, { won: boolean; message: string }>();
-  const binaryRuns = [...byBinary].filter((id) => id !== first).map(async (id) => {
-    const result = await run(['unconfirm', id], env);
-    expect(result.stderr).not.toMatch(/internal error|\n\s+at /);
-    expect([0, 1], result.stderr).toContain(result.code);
-    human.set(id, { won: result.code === 0, message: result.stderr });
-  });
+  const binaryRuns = [...byBinary]
+    .filter((id) => id !== first)
+    .map(async (id) => {
+      const result = await run(['unconfirm', id], env);
+      expect(result.stderr).not.toMatch(/internal error|\n\s+at /);
+      expect([0, 1], result.stderr).toContain(result.code);
+      human.set(id, { won: result.code === 0, message: result.stderr });
+    });
   for (const id of contenders.filter((candidate) => !byBinary.has(candidate) || candidate === first)) {
     const outcome = await runReviewCommand(t.engine, unconfirm, id, {}, 'cli');
     expect(['committed', 'refused'], JSON.stringify(outcome)).toContain(outcome.kind);
@@ -73,7 +76,10 @@ it('an unconfirm racing a judge run is either refused naming the verdict or leav
       expect(['approved', 'rejected'], id).toContain(proposal['status']);
       expect(message, id).toContain(`${id} is ${proposal['status']}`);
       expect(proposal['verdict'], id).toEqual(expect.objectContaining({ passed: proposal['status'] === 'approved' }));
-      expect(verdictRows(rows).map((row) => row['to']), id).toEqual([proposal['status']]);
+      expect(
+        verdictRows(rows).map((row) => row['to']),
+        id,
+      ).toEqual([proposal['status']]);
       expect(unconfirmRows, id).toEqual([]);
     }
   }

@@ -31,7 +31,8 @@ function artifact(overrides: Record<string, unknown> = {}): Record<string, unkno
     session_id: `session-${counter}`,
     created_at: `2026-10-${String(10 + (counter % 18)).padStart(2, '0')}T10:00:00Z`,
     summary: 'Vitest 4.1 needs Node 20 or later to run its workers',
-    detail: 'Running the suite on Node 18 crashed the workers at start.\nResolution: moved CI to Node 20 and pinned engines in package.json.\nVersions: vitest >=4 <5',
+    detail:
+      'Running the suite on Node 18 crashed the workers at start.\nResolution: moved CI to Node 20 and pinned engines in package.json.\nVersions: vitest >=4 <5',
     files: ['package.json'],
     ...overrides,
   };
@@ -41,15 +42,35 @@ function write(records: Record<string, unknown>[]): void {
   for (const record of records) writeFileSync(path.join(source, `${String(record['id'])}.json`), JSON.stringify(record));
 }
 
-function fake(answer: (request: ProviderRequest) => ProviderResult | Promise<ProviderResult>, kind: Provider['kind'] = 'command'): Provider & { calls: ProviderRequest[] } {
+function fake(
+  answer: (request: ProviderRequest) => ProviderResult | Promise<ProviderResult>,
+  kind: Provider['kind'] = 'command',
+): Provider & { calls: ProviderRequest[] } {
   const calls: ProviderRequest[] = [];
-  return { name: 'fake', kind, paid: false, model: 'm', deterministic: kind === 'map', calls, async call(request) { calls.push(request); return answer(request); } };
+  return {
+    name: 'fake',
+    kind,
+    paid: false,
+    model: 'm',
+    deterministic: kind === 'map',
+    calls,
+    async call(request) {
+      calls.push(request);
+      return answer(request);
+    },
+  };
 }
 
 const candidate = (extra: Record<string, unknown> = {}) => ({
   claim: 'Vitest 4 needs Node 20 or later to run its worker threads',
   rationale: 'Its workers use APIs that Node 18 does not have, so the run crashes at start.',
-  evidence: { resolution: 'Moved CI to Node 20.', artifact_ids: ['01ARZ3NDEKTSV4RRFFQ69G5FAV'], session_ids: ['wrong'], project_key: '000000000000', observed_at: '2020-01-01T00:00:00Z' },
+  evidence: {
+    resolution: 'Moved CI to Node 20.',
+    artifact_ids: ['01ARZ3NDEKTSV4RRFFQ69G5FAV'],
+    session_ids: ['wrong'],
+    project_key: '000000000000',
+    observed_at: '2020-01-01T00:00:00Z',
+  },
   applies_to: { stack: ['vitest'], scope: { kind: 'versioned', versions: { vitest: '>=4 <5' } }, file_patterns: ['package.json'], task_kinds: ['ci'] },
   ...extra,
 });
@@ -57,26 +78,55 @@ const candidate = (extra: Record<string, unknown> = {}) => ({
 async function run(provider: Provider, extra: Partial<RunOptions> = {}) {
   const notes: string[] = [];
   const summary = await runStage(t.engine, stage, {
-    concurrency: 4, dryRun: false, yes: true, useCache: true, source, cwd: ROOT, interactive: false,
-    ask: async () => false, progress: () => ({ tick() {}, done() {} }), note: (line) => notes.push(line),
-    providers: { get: () => provider }, ...extra,
+    concurrency: 4,
+    dryRun: false,
+    yes: true,
+    useCache: true,
+    source,
+    cwd: ROOT,
+    interactive: false,
+    ask: async () => false,
+    progress: () => ({ tick() {}, done() {} }),
+    note: (line) => notes.push(line),
+    providers: { get: () => provider },
+    ...extra,
   });
   return { summary, notes };
 }
 
-const declined = () => (existsSync(path.join(t.storeDir, 'declined.jsonl')) ? readFileSync(path.join(t.storeDir, 'declined.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line)) : []);
-const proposals = () => (existsSync(path.join(t.storeDir, 'proposals')) ? readdirSync(path.join(t.storeDir, 'proposals')).map((name) => JSON.parse(readFileSync(path.join(t.storeDir, 'proposals', name), 'utf8'))) : []);
+const declined = () =>
+  existsSync(path.join(t.storeDir, 'declined.jsonl'))
+    ? readFileSync(path.join(t.storeDir, 'declined.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+    : [];
+const proposals = () =>
+  existsSync(path.join(t.storeDir, 'proposals'))
+    ? readdirSync(path.join(t.storeDir, 'proposals')).map((name) => JSON.parse(readFileSync(path.join(t.storeDir, 'proposals', name), 'utf8')))
+    : [];
 
 describe('proposed', () => {
   it('writes a pending proposal with a create audit row, provenance stitched over the answer', async () => {
     const record = artifact();
     write([record]);
-    const { summary } = await run(fake(() => ({ ok: true, text: `Sure! Here it is:\n\`\`\`json\n${JSON.stringify(candidate())}\n\`\`\``, usage: { tokens_in: 10, tokens_out: 5 } })));
+    const { summary } = await run(
+      fake(() => ({ ok: true, text: `Sure! Here it is:\n\`\`\`json\n${JSON.stringify(candidate())}\n\`\`\``, usage: { tokens_in: 10, tokens_out: 5 } })),
+    );
     expect(summary.counts['proposed']).toBe(1);
     const [proposal] = proposals();
     expect(proposal).toMatchObject({ artifact_id: record['id'], status: 'pending' });
-    expect(proposal.candidate.evidence).toEqual({ resolution: 'Moved CI to Node 20.', artifact_ids: [record['id']], session_ids: [record['session_id']], project_key: 'a1b2c3d4e5f6', observed_at: record['created_at'] });
-    const events = readFileSync(path.join(t.storeDir, 'events.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    expect(proposal.candidate.evidence).toEqual({
+      resolution: 'Moved CI to Node 20.',
+      artifact_ids: [record['id']],
+      session_ids: [record['session_id']],
+      project_key: 'a1b2c3d4e5f6',
+      observed_at: record['created_at'],
+    });
+    const events = readFileSync(path.join(t.storeDir, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(events).toEqual([expect.objectContaining({ id: proposal.id, event: 'create', from: null, to: 'pending', stage: 'transform', actor: 'run' })]);
     expect(summary.tokens).toEqual({ tokens_in: 10, tokens_out: 5 });
   });
@@ -88,13 +138,20 @@ describe('proposed', () => {
     const tieA = artifact({ id: '01JDZZ0000000000000000000A', created_at: '2026-10-05T10:00:00Z' });
     write([late, early, tieB, tieA]);
     const seen: string[] = [];
-    await run(fake((request) => {
-      seen.push(String((request.input['record'] as { id: string }).id));
-      return { ok: true, text: JSON.stringify(candidate()), usage: { tokens_in: null, tokens_out: null } };
-    }), { concurrency: 1, useCache: false });
+    await run(
+      fake((request) => {
+        seen.push(String((request.input['record'] as { id: string }).id));
+        return { ok: true, text: JSON.stringify(candidate()), usage: { tokens_in: null, tokens_out: null } };
+      }),
+      { concurrency: 1, useCache: false },
+    );
     const expected = [early, tieA, tieB, late].map((record) => record['id']);
     expect(seen).toEqual(expected);
-    expect(proposals().sort((a, b) => (a.id < b.id ? -1 : 1)).map((proposal) => proposal.artifact_id)).toEqual(expected);
+    expect(
+      proposals()
+        .sort((a, b) => (a.id < b.id ? -1 : 1))
+        .map((proposal) => proposal.artifact_id),
+    ).toEqual(expected);
   });
 });
 
@@ -104,8 +161,18 @@ describe('declined, with exactly the four reasons', () => {
     ['no_versions', { eligible: false, reason: 'no_versions' }, 'no_versions', null],
     ['another refusal', { eligible: false, reason: 'not_a_lesson' }, 'transform_invalid', 'refused: not_a_lesson'],
     ['an answer that is not a JSON object', ['a', 'list'], 'transform_invalid', 'the answer is not a JSON object'],
-    ['a candidate that fails the schema', candidate({ applies_to: { stack: ['vitest'], scope: { kind: 'versioned', versions: { vitest: '^4' } }, file_patterns: [], task_kinds: [] } }), 'schema_invalid', /version range/],
-    ['version_independent from a model', candidate({ applies_to: { stack: ['vitest'], scope: { kind: 'version_independent', justification: 'always true' }, file_patterns: [], task_kinds: [] } }), 'schema_invalid', /versioned/],
+    [
+      'a candidate that fails the schema',
+      candidate({ applies_to: { stack: ['vitest'], scope: { kind: 'versioned', versions: { vitest: '^4' } }, file_patterns: [], task_kinds: [] } }),
+      'schema_invalid',
+      /version range/,
+    ],
+    [
+      'version_independent from a model',
+      candidate({ applies_to: { stack: ['vitest'], scope: { kind: 'version_independent', justification: 'always true' }, file_patterns: [], task_kinds: [] } }),
+      'schema_invalid',
+      /versioned/,
+    ],
   ])('for %s', async (_name, answer, reason, detail) => {
     const record = artifact();
     write([record]);
@@ -182,7 +249,13 @@ describe('skipped before any provider call', () => {
     expect(existsSync(path.join(t.storeDir, 'declined.jsonl'))).toBe(false);
   });
 
-  it.each([['1.2', true], ['v3 API', true], ['5.x line', true], ['version five', false], ['v', false]])('the pre-gate on "%s" lets it through: %s', async (summary, through) => {
+  it.each([
+    ['1.2', true],
+    ['v3 API', true],
+    ['5.x line', true],
+    ['version five', false],
+    ['v', false],
+  ])('the pre-gate on "%s" lets it through: %s', async (summary, through) => {
     write([artifact({ summary, detail: 'no numbers here' })]);
     const provider = fake(() => ({ ok: true, text: JSON.stringify({ eligible: false, reason: 'no_versions' }), usage: { tokens_in: null, tokens_out: null } }));
     await run(provider);
@@ -208,12 +281,23 @@ describe('the shipped offline transform on the example artifacts', () => {
     const { Providers } = await import('../../engine/providers/index.js');
     const notes: string[] = [];
     const summary = await runStage(t.engine, stage, {
-      concurrency: 4, dryRun: false, yes: true, useCache: true, cwd: ROOT, interactive: false,
-      ask: async () => false, progress: () => ({ tick() {}, done() {} }), note: (line) => notes.push(line),
+      concurrency: 4,
+      dryRun: false,
+      yes: true,
+      useCache: true,
+      cwd: ROOT,
+      interactive: false,
+      ask: async () => false,
+      progress: () => ({ tick() {}, done() {} }),
+      note: (line) => notes.push(line),
       providers: new Providers(t.pipeline, { env: {}, now: () => t.engine.now(), concurrency: 4 }),
     });
     expect(summary.counts).toEqual({ proposed: 7, declined: 4, untouched: 0, already_handled: 0, skipped_by_pregate: 2 });
-    expect(declined().map((row) => row.reason).sort()).toEqual(['no_resolution', 'no_versions', 'schema_invalid', 'transform_invalid']);
+    expect(
+      declined()
+        .map((row) => row.reason)
+        .sort(),
+    ).toEqual(['no_resolution', 'no_versions', 'schema_invalid', 'transform_invalid']);
     expect(notes.join('\n')).toMatch(/a014-broken\.json: not valid JSON/);
   });
 });

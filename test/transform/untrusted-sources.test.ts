@@ -50,7 +50,18 @@ const candidate = (extra: Record<string, unknown> = {}) => ({
 
 function fake(answer: (request: ProviderRequest) => ProviderResult): Provider & { calls: ProviderRequest[] } {
   const calls: ProviderRequest[] = [];
-  return { name: 'fake', kind: 'command', paid: false, model: 'm', deterministic: false, calls, async call(request) { calls.push(request); return answer(request); } };
+  return {
+    name: 'fake',
+    kind: 'command',
+    paid: false,
+    model: 'm',
+    deterministic: false,
+    calls,
+    async call(request) {
+      calls.push(request);
+      return answer(request);
+    },
+  };
 }
 
 const answering = (value: unknown) => fake(() => ({ ok: true, text: JSON.stringify(value), usage: { tokens_in: null, tokens_out: null } }));
@@ -58,16 +69,30 @@ const answering = (value: unknown) => fake(() => ({ ok: true, text: JSON.stringi
 async function run(provider: Provider | undefined, extra: Partial<RunOptions> = {}) {
   const notes: string[] = [];
   const summary = await runStage(t.engine, stage, {
-    concurrency: 2, dryRun: false, yes: true, useCache: false, source, cwd: ROOT, interactive: false,
-    ask: async () => false, progress: () => ({ tick() {}, done() {} }), note: (line) => notes.push(line),
-    ...(provider ? { providers: { get: () => provider } } : {}), ...extra,
+    concurrency: 2,
+    dryRun: false,
+    yes: true,
+    useCache: false,
+    source,
+    cwd: ROOT,
+    interactive: false,
+    ask: async () => false,
+    progress: () => ({ tick() {}, done() {} }),
+    note: (line) => notes.push(line),
+    ...(provider ? { providers: { get: () => provider } } : {}),
+    ...extra,
   });
   return { summary, notes };
 }
 
 const declined = () => {
   const file = path.join(t.storeDir, 'declined.jsonl');
-  return existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line)) : [];
+  return existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+    : [];
 };
 
 describe('entries that are not regular files inside the source directory', () => {
@@ -139,7 +164,12 @@ describe('the text field cap (max_field_bytes, shipped 64 KiB)', () => {
     expect(summary.counts['declined']).toBe(1);
     expect(provider.calls).toHaveLength(0);
     expect(declined()).toEqual([
-      { artifact_id: record['id'], reason: 'schema_invalid', detail: expect.stringMatching(/^the record's detail is 80\d\d\d bytes, over the 65536-byte cap per text field \(max_field_bytes\)$/), declined_at: expect.any(String) },
+      {
+        artifact_id: record['id'],
+        reason: 'schema_invalid',
+        detail: expect.stringMatching(/^the record's detail is 80\d\d\d bytes, over the 65536-byte cap per text field \(max_field_bytes\)$/),
+        declined_at: expect.any(String),
+      },
     ]);
   });
 
@@ -156,7 +186,12 @@ describe('the text field cap (max_field_bytes, shipped 64 KiB)', () => {
     const { summary } = await run(provider);
     expect(summary.counts).toMatchObject({ proposed: 1, declined: 1 });
     expect(declined()).toEqual([
-      { artifact_id: over['id'], reason: 'schema_invalid', detail: "the candidate's rationale is 65537 bytes, over the 65536-byte cap per text field (max_field_bytes)", declined_at: expect.any(String) },
+      {
+        artifact_id: over['id'],
+        reason: 'schema_invalid',
+        detail: "the candidate's rationale is 65537 bytes, over the 65536-byte cap per text field (max_field_bytes)",
+        declined_at: expect.any(String),
+      },
     ]);
   });
 });

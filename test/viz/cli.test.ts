@@ -93,7 +93,8 @@ describe('pipeline viz', () => {
     const page = await fetch(url!);
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
     expect(await page.text()).toContain("connect-src 'self'");
-    const state = async () => (await (await fetch(`${url}state.json`)).json()) as { counts: Record<string, number>; proposals: Record<string, { id: string }[]> };
+    const state = async () =>
+      (await (await fetch(`${url}state.json`)).json()) as { counts: Record<string, number>; proposals: Record<string, { id: string }[]> };
     expect((await state()).counts).toEqual({ pending: 2, confirmed: 0, passed: 0, approved: 0, rejected: 0, archived: 0 });
     await engine.apply(ids[1]!, 'pass', {}, { stage: 'review', actor: 'cli' });
     const after = await state();

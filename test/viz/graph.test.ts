@@ -18,13 +18,47 @@ describe('the graph model', () => {
       states: [
         { id: 'pending', initial: true, terminal: false, description: 'Written by the transform; nobody has looked at it yet.', tags: ['review'], count: 0 },
         { id: 'confirmed', initial: false, terminal: false, description: 'Confirmed with a visibility; waiting for the jury.', tags: ['judge'], count: 0 },
-        { id: 'passed', initial: false, terminal: false, description: 'A person declined to share it. The file stays so the artifact is never proposed again.', tags: [], count: 0 },
-        { id: 'approved', initial: false, terminal: false, description: 'Approved by the jury; promote writes its pool entry, and the pool counts how its use went.', tags: ['promote', 'pool'], count: 0 },
-        { id: 'rejected', initial: false, terminal: true, description: 'Rejected by the jury; promote records it in declined.jsonl.', tags: ['terminal', 'promote'], count: 0 },
-        { id: 'archived', initial: false, terminal: false, description: 'Taken out of use; its pool entry is in archived/, byte for byte, and restore puts it back.', tags: ['pool'], count: 0 },
+        {
+          id: 'passed',
+          initial: false,
+          terminal: false,
+          description: 'A person declined to share it. The file stays so the artifact is never proposed again.',
+          tags: [],
+          count: 0,
+        },
+        {
+          id: 'approved',
+          initial: false,
+          terminal: false,
+          description: 'Approved by the jury; promote writes its pool entry, and the pool counts how its use went.',
+          tags: ['promote', 'pool'],
+          count: 0,
+        },
+        {
+          id: 'rejected',
+          initial: false,
+          terminal: true,
+          description: 'Rejected by the jury; promote records it in declined.jsonl.',
+          tags: ['terminal', 'promote'],
+          count: 0,
+        },
+        {
+          id: 'archived',
+          initial: false,
+          terminal: false,
+          description: 'Taken out of use; its pool entry is in archived/, byte for byte, and restore puts it back.',
+          tags: ['pool'],
+          count: 0,
+        },
       ],
       transitions: [
-        { from: 'pending', to: 'confirmed', event: 'confirm', guard: 'jury_checks_independence', message: 'a private proposal runs no jury, so it cannot be version_independent (confirm at org or public)' },
+        {
+          from: 'pending',
+          to: 'confirmed',
+          event: 'confirm',
+          guard: 'jury_checks_independence',
+          message: 'a private proposal runs no jury, so it cannot be version_independent (confirm at org or public)',
+        },
         { from: 'pending', to: 'passed', event: 'pass', guard: null, message: null },
         { from: 'confirmed', to: 'pending', event: 'unconfirm', guard: null, message: null },
         { from: 'confirmed', to: 'approved', event: 'approve', guard: null, message: null },
@@ -59,7 +93,13 @@ describe('the graph model', () => {
         { from: 'draft', to: 'review', event: 'submit', guard: 'has_body', message: 'the article has no body yet' },
         { from: 'draft', to: 'withdrawn', event: 'withdraw', guard: null, message: null },
         { from: 'review', to: 'published', event: 'accept', guard: 'breaking', message: 'only breaking news skips the schedule' },
-        { from: 'review', to: 'scheduled', event: 'accept', guard: 'has_slot & not_embargoed', message: 'an accepted article needs a slot (--slot); the article is under embargo' },
+        {
+          from: 'review',
+          to: 'scheduled',
+          event: 'accept',
+          guard: 'has_slot & not_embargoed',
+          message: 'an accepted article needs a slot (--slot); the article is under embargo',
+        },
         { from: 'review', to: 'draft', event: 'request_changes', guard: null, message: null },
         { from: 'review', to: 'spiked', event: 'spike', guard: null, message: null },
         { from: 'scheduled', to: 'published', event: 'publish', guard: null, message: null },
@@ -71,7 +111,13 @@ describe('the graph model', () => {
 
   it('keeps idempotent repeats out of the json transitions, but in the model', async () => {
     const graph = buildGraph((await shippedPipeline()).lifecycle);
-    expect(graph.repeats.map((r) => `${r.state}:${r.event}`)).toEqual(['pending:defer', 'pending:unconfirm', 'pending:unpass', 'confirmed:confirm', 'passed:pass']);
+    expect(graph.repeats.map((r) => `${r.state}:${r.event}`)).toEqual([
+      'pending:defer',
+      'pending:unconfirm',
+      'pending:unpass',
+      'confirmed:confirm',
+      'passed:pass',
+    ]);
     for (const r of graph.repeats) expect(toJson(graph).transitions.some((t) => t.from === r.state && t.event === r.event)).toBe(false);
     for (const t of toJson(graph).transitions) expect(Object.keys(t)).toEqual(['from', 'to', 'event', 'guard', 'message']);
     for (const s of toJson(graph).states) expect(Object.keys(s)).toEqual(['id', 'initial', 'terminal', 'description', 'tags', 'count']);

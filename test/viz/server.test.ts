@@ -18,15 +18,21 @@ async function start(options: Partial<Parameters<typeof startVizServer>[0]> = {}
   return server;
 }
 
-function get(url: string, options: { method?: string; host?: string } = {}): Promise<{ status: number; type: string | undefined; body: string; headers: Record<string, unknown> }> {
+function get(
+  url: string,
+  options: { method?: string; host?: string } = {},
+): Promise<{ status: number; type: string | undefined; body: string; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
-    const req = request({ host: target.hostname, port: target.port, path: target.pathname, method: options.method ?? 'GET', headers: options.host ? { host: options.host } : {} }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], body, headers: res.headers }));
-    });
+    const req = request(
+      { host: target.hostname, port: target.port, path: target.pathname, method: options.method ?? 'GET', headers: options.host ? { host: options.host } : {} },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], body, headers: res.headers }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });

@@ -20,7 +20,12 @@ interface Box {
   bottom: number;
 }
 const overlap = (a: Box, b: Box) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
-const box = (x: number, y: number, width: number, height: number): Box => ({ left: x - width / 2, right: x + width / 2, top: y - height / 2, bottom: y + height / 2 });
+const box = (x: number, y: number, width: number, height: number): Box => ({
+  left: x - width / 2,
+  right: x + width / 2,
+  top: y - height / 2,
+  bottom: y + height / 2,
+});
 
 describe('svg', () => {
   it('is the same text every time for the same graph', async () => {
@@ -82,7 +87,10 @@ describe('svg', () => {
   it('lays boxes and labels out without overlaps, inside the drawing', async () => {
     for (const [name, graph] of await graphs()) {
       const layout = layoutGraph(graph);
-      const boxes = [...layout.nodes.map((n) => box(n.x, n.y, n.width, n.height)), ...layout.edges.flatMap((e) => (e.label ? [box(e.label.x, e.label.y, e.label.width, e.label.height)] : []))];
+      const boxes = [
+        ...layout.nodes.map((n) => box(n.x, n.y, n.width, n.height)),
+        ...layout.edges.flatMap((e) => (e.label ? [box(e.label.x, e.label.y, e.label.width, e.label.height)] : [])),
+      ];
       expect(boxes).toHaveLength(graph.states.length + graph.transitions.length);
       boxes.forEach((a, i) => {
         expect(a.left >= 0 && a.top >= 0 && a.right <= layout.width && a.bottom <= layout.height, `${name}: box ${i} inside`).toBe(true);
@@ -92,8 +100,18 @@ describe('svg', () => {
   });
 
   it('draws each edge through its points, ending exactly on the last one (where the arrowhead goes)', () => {
-    expect(basisPath([{ x: 0, y: 0 }, { x: 10, y: 10 }])).toBe('M0,0 L10,10');
-    const path = basisPath([{ x: 0, y: 0 }, { x: 6, y: 12 }, { x: 12, y: 0 }, { x: 30, y: 30 }]);
+    expect(
+      basisPath([
+        { x: 0, y: 0 },
+        { x: 10, y: 10 },
+      ]),
+    ).toBe('M0,0 L10,10');
+    const path = basisPath([
+      { x: 0, y: 0 },
+      { x: 6, y: 12 },
+      { x: 12, y: 0 },
+      { x: 30, y: 30 },
+    ]);
     expect(path.startsWith('M0,0 L1,2 C')).toBe(true);
     expect(path.endsWith('L30,30')).toBe(true);
   });

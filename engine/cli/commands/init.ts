@@ -30,7 +30,9 @@ export async function runInit(context: Context): Promise<number> {
   if (context.json) context.out.data({ dir: target, files: [...SCAFFOLD, '.gitignore'] });
   else {
     context.out.line(target);
-    context.out.note(`created a copy of the shipped pipeline in ${target}\nnext: cd ${path.relative(context.io.cwd, target) || '.'} && pipeline validate && pipeline run transform`);
+    context.out.note(
+      `created a copy of the shipped pipeline in ${target}\nnext: cd ${path.relative(context.io.cwd, target) || '.'} && pipeline validate && pipeline run transform`,
+    );
   }
   return EXIT.ok;
 }

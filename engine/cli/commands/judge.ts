@@ -27,12 +27,21 @@ export async function runJudge(context: Context): Promise<number> {
   if (!read.ok) return printOutcome(context.out, read.outcome);
   const named = context.parsed.values['stage'] as string | undefined;
   const status = String(read.stored.proposal['status']);
-  const stage = stageFor(engine.pipeline, 'judge', named, status, (candidate, at) => candidate.from === at, 'pipeline judge <id> --verdicts FILE|- [--stage NAME]');
+  const stage = stageFor(
+    engine.pipeline,
+    'judge',
+    named,
+    status,
+    (candidate, at) => candidate.from === at,
+    'pipeline judge <id> --verdicts FILE|- [--stage NAME]',
+  );
   let text: string;
   try {
     text = source === '-' ? await readStdin(context) : await readFile(path.resolve(context.io.cwd, source), 'utf8');
   } catch (error) {
-    context.out.refused(`cannot read the verdicts from ${source}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`);
+    context.out.refused(
+      `cannot read the verdicts from ${source}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
+    );
     return EXIT.refused;
   }
   let input: { ok: true; value: unknown } | { ok: false; reason: string };
@@ -53,7 +62,10 @@ export async function runJudge(context: Context): Promise<number> {
     context.out.line(`${outcome.id} ${outcome.from} → ${outcome.to} (${verdict?.reason ?? ''}${floor}${score})${then}`);
   }
   for (const warning of followUp?.warnings ?? []) context.out.warn(warning);
-  if (followUp?.failure) context.out.warn(`${outcome.id} was judged ${outcome.to}, but promotion failed: ${followUp.failure} (the verdict stands; run \`pipeline promote ${outcome.id}\` again)`);
+  if (followUp?.failure)
+    context.out.warn(
+      `${outcome.id} was judged ${outcome.to}, but promotion failed: ${followUp.failure} (the verdict stands; run \`pipeline promote ${outcome.id}\` again)`,
+    );
   return EXIT.ok;
 }
 

@@ -62,7 +62,12 @@ const SUBCOMMANDS: Record<string, Subcommand> = {
 
 /** Every option of every subcommand (each subcommand refuses the ones that are not its own). */
 export const POOL_OPTIONS: OptionSpecs = {
-  k: { type: 'string', placeholder: 'N', description: 'top: how many to show (at most the cap, 50 shipped)', default: (pipeline) => String(pipeline.def.pool?.ranking?.k ?? 3) },
+  k: {
+    type: 'string',
+    placeholder: 'N',
+    description: 'top: how many to show (at most the cap, 50 shipped)',
+    default: (pipeline) => String(pipeline.def.pool?.ranking?.k ?? 3),
+  },
   stack: { type: 'string', placeholder: 'A,B', description: 'top: rank by the share of these stacks a proposal applies to', default: 'no filter' },
   file: { type: 'string', placeholder: 'PATH', description: "top: rank by whether a proposal's file patterns match PATH", default: 'no filter' },
   task: { type: 'string', placeholder: 'KIND', description: "top: rank by whether KIND is one of a proposal's task kinds", default: 'no filter' },
@@ -72,10 +77,17 @@ export const POOL_OPTIONS: OptionSpecs = {
   undo: { type: 'boolean', description: 'outcome: take back one outcome of that result' },
   execute: { type: 'boolean', description: 'prune: archive the candidates (needs PIPELINE_PRUNE_EXECUTE=1)' },
   'plan-only': { type: 'boolean', description: 'prune: with --execute, say what would be archived and write nothing' },
-  'max-archive': { type: 'string', placeholder: 'N', description: 'prune: archive at most N', default: (pipeline) => String(pipeline.def.pool?.prune?.max_archive ?? 3) },
+  'max-archive': {
+    type: 'string',
+    placeholder: 'N',
+    description: 'prune: archive at most N',
+    default: (pipeline) => String(pipeline.def.pool?.prune?.max_archive ?? 3),
+  },
 };
 
-export const POOL_USAGE = Object.values(SUBCOMMANDS).map((sub, i) => `${i === 0 ? '' : '       '}${sub.usage}`).join('\n');
+export const POOL_USAGE = Object.values(SUBCOMMANDS)
+  .map((sub, i) => `${i === 0 ? '' : '       '}${sub.usage}`)
+  .join('\n');
 
 export const POOL_SUMMARY = 'the pool in use: top, outcome, archive, restore, prune';
 

@@ -11,7 +11,14 @@ export async function runPromote(context: Context): Promise<number> {
   if (!read.ok) return printOutcome(context.out, read.outcome);
   const status = String(read.stored.proposal['status']);
   const named = context.parsed.values['stage'] as string | undefined;
-  const stage = stageFor(engine.pipeline, 'promote', named, status, (candidate, at) => Object.hasOwn(candidate.outcomes, at), 'pipeline promote <id> [--stage NAME]');
+  const stage = stageFor(
+    engine.pipeline,
+    'promote',
+    named,
+    status,
+    (candidate, at) => Object.hasOwn(candidate.outcomes, at),
+    'pipeline promote <id> [--stage NAME]',
+  );
   const result = await promote(engine, stage, read.stored, 'cli');
   for (const warning of result.warnings) context.out.warn(warning);
   if (result.outcome.kind === 'committed' && !context.json) {

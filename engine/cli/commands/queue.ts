@@ -72,7 +72,10 @@ export async function runList(context: Context): Promise<number> {
   reportMalformed(context, malformed);
   if (context.json) {
     const left = context.out.dataArray(items.map((item) => item.proposal));
-    reportTooDeep(context, left.map((index) => items[index]!.id));
+    reportTooDeep(
+      context,
+      left.map((index) => items[index]!.id),
+    );
     return EXIT.ok;
   }
   for (const item of items) {
@@ -116,12 +119,19 @@ export async function runShow(context: Context): Promise<number> {
 }
 
 /** Read a JSON document from FILE, or stdin for `-` or no argument. */
-export async function readJsonInput(context: Context, source: string | undefined, what: string): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
+export async function readJsonInput(
+  context: Context,
+  source: string | undefined,
+  what: string,
+): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
   let text: string;
   try {
     text = source === undefined || source === '-' ? await readStdin(context) : await readFile(path.resolve(context.io.cwd, source), 'utf8');
   } catch (error) {
-    return { ok: false, message: `cannot read ${source ?? 'stdin'}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}` };
+    return {
+      ok: false,
+      message: `cannot read ${source ?? 'stdin'}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
+    };
   }
   try {
     return { ok: true, value: JSON.parse(text) as unknown };

@@ -64,7 +64,8 @@ function judgeStageFor(engine: Engine, rubricId: string): JudgeStageDef {
 
 /** The states a judge stage's pass and fail lead to (the names a replay's flips are given). */
 function outcomeNames(engine: Engine, stage: JudgeStageDef): OutcomeNames {
-  const target = (event: string) => engine.pipeline.lifecycle.transitions.find((t) => t.from === stage.from && t.event === event && t.target !== undefined)?.target ?? event;
+  const target = (event: string) =>
+    engine.pipeline.lifecycle.transitions.find((t) => t.from === stage.from && t.event === event && t.target !== undefined)?.target ?? event;
   return { pass: target(stage.events.pass), fail: target(stage.events.fail) };
 }
 
@@ -148,7 +149,9 @@ export async function runRescore(context: Context): Promise<number> {
   const engine = await context.readEngine();
   for (const { file, rubric } of edited) {
     if (!engine.pipeline.rubrics.has(rubric.id)) {
-      context.out.note(`note: ${file}: rubric id "${rubric.id}" is not one of this pipeline's rubrics (${listWords([...engine.pipeline.rubrics.keys()])}); panels are matched by id`);
+      context.out.note(
+        `note: ${file}: rubric id "${rubric.id}" is not one of this pipeline's rubrics (${listWords([...engine.pipeline.rubrics.keys()])}); panels are matched by id`,
+      );
     }
   }
   // The names of the decisions and the field of the verdict come from the judge stage (SPEC §5.7).

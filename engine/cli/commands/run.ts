@@ -56,7 +56,10 @@ export async function runRun(context: Context): Promise<number> {
     signal: controller.signal,
     interactive: context.io.interactive,
     ask: (question) => ask(context, question),
-    progress: (stage, total) => (context.io.stderrIsTTY && !context.json ? terminalProgress(context.io.stderr, stage, total, (context.io.stderr as { columns?: number }).columns ?? 80) : silentProgress),
+    progress: (stage, total) =>
+      context.io.stderrIsTTY && !context.json
+        ? terminalProgress(context.io.stderr, stage, total, (context.io.stderr as { columns?: number }).columns ?? 80)
+        : silentProgress,
     note: (line) => context.out.note(line),
   };
   const summaries: Summary[] = [];

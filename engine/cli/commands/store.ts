@@ -29,7 +29,9 @@ export async function runStore(context: Context): Promise<number> {
     result = await copyStore(fromStore, toStore);
   } catch (error) {
     if (error instanceof Error && /is not empty/.test(error.message)) {
-      throw new PipelineError('store.not_empty', `${toStore.location} is not empty; store copy only fills an empty store (nothing was written)`, { hint: 'copy into a new directory or a new schema (…?schema=NAME)' });
+      throw new PipelineError('store.not_empty', `${toStore.location} is not empty; store copy only fills an empty store (nothing was written)`, {
+        hint: 'copy into a new directory or a new schema (…?schema=NAME)',
+      });
     }
     throw error;
   }

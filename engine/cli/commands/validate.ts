@@ -31,7 +31,13 @@ export async function runValidate(context: Context): Promise<number> {
     context.out.line(`  stages    ${stages.map((stage) => `${stage.name} (${stage.kind})`).join(', ')}`);
     context.out.line(`  rubrics   ${[...rubrics.keys()].join(', ') || 'none'}`);
     context.out.line(`  schemas   ${schemas.names().join(', ') || 'none'}`);
-    context.out.line(`  providers ${Object.entries(def.providers ?? {}).map(([name, provider]) => `${name} (${provider.kind})`).join(', ') || 'none'}`);
+    context.out.line(
+      `  providers ${
+        Object.entries(def.providers ?? {})
+          .map(([name, provider]) => `${name} (${provider.kind})`)
+          .join(', ') || 'none'
+      }`,
+    );
     context.out.line(`  files     ${pipeline.files.length} read`);
   }
   return EXIT.ok;

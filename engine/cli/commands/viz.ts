@@ -41,7 +41,8 @@ export function parseVizOptions(values: Record<string, unknown>, json: boolean):
   }
   if (format !== 'html') throw new UsageError(`--serve serves the html page; it cannot serve --format ${format}`, USAGE);
   if (out !== undefined) throw new UsageError('--serve and --out cannot be combined: write the file, or serve the page', USAGE);
-  if (port !== undefined && (!/^[0-9]+$/.test(port) || Number(port) > 65535)) throw new UsageError(`--port must be a whole number from 0 to 65535, got "${port}"`, USAGE);
+  if (port !== undefined && (!/^[0-9]+$/.test(port) || Number(port) > 65535))
+    throw new UsageError(`--port must be a whole number from 0 to 65535, got "${port}"`, USAGE);
   return { format, serve: { port: port === undefined ? DEFAULT_PORT : Number(port) } };
 }
 
@@ -142,7 +143,9 @@ async function serve(context: Context, port: number, viz: Viz, read: Read, lifec
     });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new PipelineError('viz.listen', `cannot listen on 127.0.0.1:${port}: ${code === 'EADDRINUSE' ? 'the port is in use' : (error as Error).message}`, { hint: '--port 0 picks a free port' });
+    throw new PipelineError('viz.listen', `cannot listen on 127.0.0.1:${port}: ${code === 'EADDRINUSE' ? 'the port is in use' : (error as Error).message}`, {
+      hint: '--port 0 picks a free port',
+    });
   }
   context.out.note(`serving ${server.url} (Ctrl-C to stop)`);
   await new Promise<void>((resolve) => {
