@@ -4,10 +4,18 @@ import { defineConfig } from 'vitest/config';
 /**
  * Two projects. `unit` is the everyday suite (`npm test`). `torture` (`npm run test:torture`) is
  * the tests that are about real processes under load — killed, racing, crashing at every write —
- * and the fuzzers: minutes of work that `npm test` leaves out and CI runs as a step of its own.
+ * the fuzzers, and a few whole sessions across processes and backends: minutes of work that `npm test` leaves out and CI runs as a step of its own.
  * The browser tests have their own configuration (vitest.e2e.config.ts).
  */
-const TORTURE = ['test/torture/**/*.test.ts', 'test/fuzz/**/*.test.ts'];
+const TORTURE = [
+  'test/torture/**/*.test.ts',
+  'test/fuzz/**/*.test.ts',
+  // Whole sessions across processes and backends: the demo end to end, the command-line session on
+  // files and on PostgreSQL, judge calls held in flight against leases (10-20 s each).
+  'test/scripts/demo.test.ts',
+  'test/backends/**/*.test.ts',
+  'test/store/postgres-behaviour.test.ts',
+];
 
 export default defineConfig({
   test: {
