@@ -47,7 +47,7 @@ export function matches(proposal: unknown, where: readonly Condition[], grep: { 
 
 /**
  * Why a proposal is where it is, for a text row: the recorded reason of the judge stage whose
- * failing event leads into its status (`below_threshold`, `criterion_floor: disclosure`).
+ * failing event leads into its status (`below_threshold`, `criterion_floor: clarity`).
  */
 export function decisionReason(pipeline: Pipeline, proposal: Record<string, unknown>): string | undefined {
   const status = proposal['status'];

@@ -49,7 +49,7 @@ function describeArgFinding(command: ReviewCommand, finding: Finding, naming: 'o
 
 /**
  * Check one argument on its own, as a person types it in the walk: the problem in plain words
- * (`visibility must be one of private, org or public, got "everyone"`), or undefined when it is
+ * (`audience must be one of team or world, got "everyone"`), or undefined when it is
  * acceptable. An empty answer is a missing one.
  */
 export function checkArgument(engine: Engine, command: ReviewCommand, arg: string, value: string | undefined): string | undefined {
