@@ -128,8 +128,12 @@ describe('pipeline viz in Chromium', () => {
       'unconfirm accepted, changes nothing',
       'unpass accepted, changes nothing',
     ]);
+    // approved: no proposal in it here, and the pool's events leave it (SPEC §5.8).
     await page.locator('#counts tr[data-state="approved"]').click();
-    expect(await panel.locator('.empty').allTextContents()).toEqual(['No proposals in this state.', 'No event leaves this state.']);
+    expect(await panel.locator('.empty').allTextContents()).toEqual(['No proposals in this state.']);
+    const leaving = await panel.locator('ul.events li').allTextContents();
+    expect(leaving.some((text) => text.startsWith('archive → archived'))).toBe(true);
+    expect(leaving.some((text) => text.startsWith('record_outcome'))).toBe(true);
 
     await page.screenshot({ path: path.join(SCREENSHOTS, 'lesson-file.png'), fullPage: true });
     expect(requests).toEqual([url]);
@@ -152,6 +156,9 @@ describe('pipeline viz in Chromium', () => {
     await expectDrawn(page, buildGraph(pipeline.lifecycle, counts), counts);
     await page.locator('svg .state[data-state="review"]').click();
     expect(await page.locator(`#panel li[data-proposal="${first.id}"]`).textContent()).toBe(`${first.id} Bridge reopens after repairs`);
+    // spiked: nothing in it, and nothing leaves it.
+    await page.locator('svg .state[data-state="spiked"]').click();
+    expect(await page.locator('#panel .empty').allTextContents()).toEqual(['No proposals in this state.', 'No event leaves this state.']);
     await page.screenshot({ path: path.join(SCREENSHOTS, 'article-file.png'), fullPage: true });
     expect(requests).toEqual([url]);
     expect(errors).toEqual([]);
