@@ -10,9 +10,10 @@ import path from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { readRegular, readRegularFrom } from './files.js';
 
-const FORMAT = 'pipeline-audit-index 1';
+const FORMAT = 'pipeline-audit-index 2';
 
-export type LastAudits = Map<string, { event: string; to: string }>;
+/** Per proposal: its last row's event and target, and the byte offset where that row starts in the log. */
+export type LastAudits = Map<string, { event: string; to: string; at: number }>;
 
 function loadCache(file: string): { ino: number; offset: number; last: LastAudits } {
   const last: LastAudits = new Map();
@@ -24,11 +25,11 @@ function loadCache(file: string): { ino: number; offset: number; last: LastAudit
   }
   if (text === undefined) return { ino: 0, offset: 0, last };
   const lines = text.split('\n');
-  const header = /^pipeline-audit-index 1\t(\d+)\t(\d+)$/.exec(lines[0] ?? '');
+  const header = /^pipeline-audit-index 2\t(\d+)\t(\d+)$/.exec(lines[0] ?? '');
   if (!header) return { ino: 0, offset: 0, last };
   for (let i = 1; i < lines.length; i++) {
-    const [id, event, to] = lines[i]!.split('\t');
-    if (id && event !== undefined && to !== undefined) last.set(id, { event, to });
+    const [id, event, to, at] = lines[i]!.split('\t');
+    if (id && event !== undefined && to !== undefined && at !== undefined && /^\d+$/.test(at)) last.set(id, { event, to, at: Number(at) });
   }
   return { ino: Number(header[1]), offset: Number(header[2]), last };
 }
@@ -56,12 +57,18 @@ export async function readAuditIndex(log: string, cacheFile: string, memo: Audit
   if (stat.size > cache.offset) {
     const tail = readRegularFrom(log, cache.offset);
     const end = tail.lastIndexOf(0x0a) + 1;
-    for (const line of tail.subarray(0, end).toString('utf8').split('\n')) {
+    // Line by line in bytes, so each row's offset in the log is known (a multi-byte character
+    // makes string positions differ from file positions).
+    for (let start = 0; start < end; ) {
+      const newline = tail.indexOf(0x0a, start);
+      const line = tail.subarray(start, newline).toString('utf8');
+      const at = cache.offset + start;
+      start = newline + 1;
       if (!line) continue;
       try {
         const row = JSON.parse(line) as { id?: unknown; event?: unknown; to?: unknown };
         if (typeof row.id === 'string' && typeof row.event === 'string' && typeof row.to === 'string') {
-          cache.last.set(row.id, { event: row.event, to: row.to });
+          cache.last.set(row.id, { event: row.event, to: row.to, at });
           added++;
         }
       } catch {
@@ -75,7 +82,7 @@ export async function readAuditIndex(log: string, cacheFile: string, memo: Audit
   if (memo.unsaved > 0 && (save || memo.unsaved >= SAVE_AFTER_ROWS)) {
     memo.unsaved = 0;
     const lines = [`${FORMAT}\t${cache.ino}\t${cache.offset}`];
-    for (const [id, { event, to }] of cache.last) lines.push(`${id}\t${event.replace(/[\t\n]/g, ' ')}\t${to.replace(/[\t\n]/g, ' ')}`);
+    for (const [id, { event, to, at }] of cache.last) lines.push(`${id}\t${event.replace(/[\t\n]/g, ' ')}\t${to.replace(/[\t\n]/g, ' ')}\t${at}`);
     try {
       mkdirSync(path.dirname(cacheFile), { recursive: true });
       await writeFileAtomic(cacheFile, `${lines.join('\n')}\n`, { durable: false });

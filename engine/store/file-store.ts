@@ -357,11 +357,14 @@ export class FileStore implements Store {
   }
 
   async lastAudit(id: string): Promise<AuditRow | undefined> {
-    // The index of last rows says whether the proposal has any; the row itself is found by
-    // scanning backwards from the end (a proposal's latest row is usually recent).
-    const last = await readAuditIndex(path.join(this.location, AUDIT_FILE), path.join(this.location, '.index', 'audit.tsv'), this.auditMemo);
-    if (!last.has(id)) return undefined;
-    return lastRowOf(path.join(this.location, AUDIT_FILE), id);
+    // The index of last rows says whether the proposal has any and where its last row starts: one
+    // short read. Should that line not be the proposal's row (a log edited by hand), the log is
+    // scanned backwards from the end instead.
+    const log = path.join(this.location, AUDIT_FILE);
+    const last = await readAuditIndex(log, path.join(this.location, '.index', 'audit.tsv'), this.auditMemo);
+    const entry = last.get(id);
+    if (!entry) return undefined;
+    return rowAt(log, entry.at, id) ?? lastRowOf(log, id);
   }
 
   async changes(cursor?: string): Promise<{ all: boolean; ids: string[]; cursor: string }> {
@@ -973,6 +976,19 @@ function rowsAfter(file: string, offset: number, rows: readonly object[]): boole
 }
 
 /** The last row of `id` in an audit log, scanning backwards from the end. */
+/** The audit row of `id` that starts at byte `at` of the log, or undefined if that line is not one. */
+function rowAt(file: string, at: number, id: string): AuditRow | undefined {
+  const bytes = readRegularFrom(file, at, 1 << 16);
+  const newline = bytes.indexOf(0x0a);
+  if (newline < 0) return undefined;
+  try {
+    const row = JSON.parse(bytes.subarray(0, newline).toString('utf8')) as AuditRow;
+    return row.id === id ? row : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function lastRowOf(file: string, id: string): AuditRow | undefined {
   const needle = `"id":${JSON.stringify(id)}`;
   const size = sizeOf(file);
@@ -981,10 +997,7 @@ function lastRowOf(file: string, id: string): AuditRow | undefined {
   let carry = '';
   while (end > 0) {
     const start = Math.max(0, end - chunk);
-    const text =
-      readRegularFrom(file, start)
-        .subarray(0, end - start)
-        .toString('utf8') + carry;
+    const text = readRegularFrom(file, start, end - start).toString('utf8') + carry;
     end = start;
     const first = start === 0 ? 0 : text.indexOf('\n') + 1;
     carry = text.slice(0, first);

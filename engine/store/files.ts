@@ -91,7 +91,7 @@ export function readRegular(file: string): string | undefined {
 }
 
 /** The bytes of a regular file from `offset` to its end (empty when missing or shorter). */
-export function readRegularFrom(file: string, offset: number): Buffer {
+export function readRegularFrom(file: string, offset: number, length = Number.POSITIVE_INFINITY): Buffer {
   let fd: number;
   try {
     fd = openRegular(file, O_RDONLY);
@@ -102,7 +102,7 @@ export function readRegularFrom(file: string, offset: number): Buffer {
   try {
     const { size } = fstatSync(fd);
     if (size <= offset) return Buffer.alloc(0);
-    const buffer = Buffer.allocUnsafe(size - offset);
+    const buffer = Buffer.allocUnsafe(Math.min(size - offset, length));
     let done = 0;
     while (done < buffer.length) {
       const read = readSync(fd, buffer, done, buffer.length - done, offset + done);
