@@ -138,3 +138,12 @@ export async function storedOf(store: FileStore, id: string): Promise<Stored> {
 export function readJson(file: string): unknown {
   return JSON.parse(readFileSync(file, 'utf8'));
 }
+
+/**
+ * Untrusted text built to make a backtracking pattern quadratic: long runs of what the scanners'
+ * and the checks' quantifiers accept, each ended by a character that stops it (SPEC §6).
+ */
+export function adversarialText(size: number): string {
+  const runs = ['a', 'a-', 'eyJ-', '0', 'a.', 'x@', 'a:'];
+  return `${runs.map((unit) => unit.repeat(Math.ceil(size / runs.length / unit.length))).join('!\n')}!`;
+}

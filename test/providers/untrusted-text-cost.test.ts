@@ -11,13 +11,7 @@ import type { StageDef } from '../../engine/config/types.js';
 import type { RunOptions } from '../../engine/runner/driver.js';
 import { runStage } from '../../engine/stages/index.js';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
-import { copyPipeline, proposalInput, proposalJson, ROOT, tempDir, testEngine, type TestEngine } from '../helpers.js';
-
-/** Long runs of what the scanner's and the checks' quantifiers accept, each ended by a character that stops it. */
-function adversarialText(size: number): string {
-  const runs = ['a', 'a-', 'eyJ-', '0', 'a.', 'x@', 'a:'];
-  return `${runs.map((unit) => unit.repeat(Math.ceil(size / runs.length / unit.length))).join('!\n')}!`;
-}
+import { adversarialText, copyPipeline, proposalInput, proposalJson, ROOT, tempDir, testEngine, type TestEngine } from '../helpers.js';
 
 const quiet = (extra: Partial<RunOptions> = {}): RunOptions => ({
   concurrency: 2,

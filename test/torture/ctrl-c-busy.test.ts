@@ -6,14 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
-import { proposalInput, testEngine } from '../helpers.js';
+import { adversarialText, proposalInput, testEngine } from '../helpers.js';
 import { auditById, readProposals, run, sleep, start, storeEnv, verdictRows } from './harness.js';
-
-/** Long runs of what the checks' quantifiers accept, each ended by a character that stops it. */
-function adversarialText(size: number): string {
-  const runs = ['a', 'a-', 'eyJ-', '0', 'a.', 'x@', 'a:'];
-  return `${runs.map((unit) => unit.repeat(Math.ceil(size / runs.length / unit.length))).join('!\n')}!`;
-}
 
 const COUNT = 40;
 const CONCURRENCY = 4;
