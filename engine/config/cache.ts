@@ -54,6 +54,34 @@ function entryFile(cacheDir: string, dir: string, mainText: string, env: Env, bu
   return path.join(cacheDir, `${key}.json`);
 }
 
+/** What a configuration was read from: each file's digest, the variables they use, the keys set. */
+export type ConfigInputs = Omit<Entry, 'config'>;
+
+/** The inputs of `config` as they are now, or undefined when one of its files cannot be read. */
+export function configInputs(dir: string, env: Env, config: ValidConfig): ConfigInputs | undefined {
+  const files: Record<string, string> = {};
+  const names = new Set<string>();
+  for (const relative of config.files) {
+    const text = readText(dir, relative);
+    if (text === undefined) return undefined;
+    files[relative] = sha(text);
+    for (const name of variables(text)) names.add(name);
+  }
+  const keys = Object.fromEntries((config.keys ?? []).map((name) => [name, isSet(env, name)]));
+  return { files, env: Object.fromEntries([...names].map((name) => [name, env[name] ?? null])), keys };
+}
+
+/** Whether every input recorded is still what it was: each file's text, each variable, each key. */
+export function inputsUnchanged(dir: string, env: Env, inputs: ConfigInputs): boolean {
+  for (const [name, value] of Object.entries(inputs.env)) if ((env[name] ?? null) !== value) return false;
+  for (const [name, set] of Object.entries(inputs.keys ?? {})) if (isSet(env, name) !== set) return false;
+  for (const [relative, hash] of Object.entries(inputs.files)) {
+    const text = readText(dir, relative);
+    if (text === undefined || sha(text) !== hash) return false;
+  }
+  return true;
+}
+
 /** The cached valid configuration, if every input is unchanged. */
 export function readCachedConfig(dir: string, env: Env, buildId: string | undefined): ValidConfig | undefined {
   const cacheDir = configCacheDir(env);
@@ -66,13 +94,7 @@ export function readCachedConfig(dir: string, env: Env, buildId: string | undefi
   } catch {
     return undefined;
   }
-  for (const [name, value] of Object.entries(entry.env)) if ((env[name] ?? null) !== value) return undefined;
-  for (const [name, set] of Object.entries(entry.keys ?? {})) if (isSet(env, name) !== set) return undefined;
-  for (const [relative, hash] of Object.entries(entry.files)) {
-    const text = readText(dir, relative);
-    if (text === undefined || sha(text) !== hash) return undefined;
-  }
-  return entry.config;
+  return inputsUnchanged(dir, env, entry) ? entry.config : undefined;
 }
 
 /** Remember a configuration that passed full validation. Failures only cost speed. */
@@ -81,16 +103,9 @@ export async function writeCachedConfig(dir: string, env: Env, buildId: string |
   if (!cacheDir || !buildId) return;
   const main = readText(dir, PIPELINE_FILE);
   if (main === undefined) return;
-  const files: Record<string, string> = {};
-  const names = new Set<string>();
-  for (const relative of config.files) {
-    const text = readText(dir, relative);
-    if (text === undefined) return;
-    files[relative] = sha(text);
-    for (const name of variables(text)) names.add(name);
-  }
-  const keys = Object.fromEntries((config.keys ?? []).map((name) => [name, isSet(env, name)]));
-  const entry: Entry = { files, env: Object.fromEntries([...names].map((name) => [name, env[name] ?? null])), keys, config };
+  const inputs = configInputs(dir, env, config);
+  if (!inputs) return;
+  const entry: Entry = { ...inputs, config };
   try {
     mkdirSync(cacheDir, { recursive: true });
     await writeFileAtomic(entryFile(cacheDir, dir, main, env, buildId), JSON.stringify(entry), { durable: false });

@@ -9,7 +9,7 @@ import { buildLifecycle, type Lifecycle } from '../lifecycle/machine.js';
 import { argsKey, checkKey } from '../util/schema-keys.js';
 import { parseDuration } from '../util/time.js';
 import { createAjv } from './ajv.js';
-import { readCachedConfig, writeCachedConfig } from './cache.js';
+import { type ConfigInputs, configInputs, inputsUnchanged, readCachedConfig, writeCachedConfig } from './cache.js';
 import { configValidators, engineBuildId, type ConfigValidators } from './config-schemas.js';
 import { crossCheck } from './cross-check.js';
 import { checkUsable, keyVariablesInUse, unusedProviderTolerance } from './usable.js';
@@ -293,14 +293,34 @@ function relocateUnreadable<T>(checked: CheckedFile<T>, main: SourceFile | undef
 }
 
 /**
+ * In one process, the pipeline last opened from each directory, with what it was read from: a
+ * second command in the same process (`main` called again, as the tests and `viz --serve` do)
+ * reuses it — machine, compiled schemas and all — while every input file, variable and key is
+ * unchanged. Compared the way the cache on disk compares (file digests), never by timestamps.
+ */
+const opened = new Map<string, { inputs: ConfigInputs; pipeline: Pipeline }>();
+
+/**
  * Open the pipeline in `dir`: from the validation cache when no input changed, else read, validate
  * everything and cache the result. Throws a PipelineError listing every issue when invalid.
  */
 export async function loadPipeline(dir: string, env: Env = process.env, options: { useCache?: boolean } = {}): Promise<Pipeline> {
+  const useCache = options.useCache ?? true;
+  const key = path.resolve(dir);
+  const previous = opened.get(key);
+  if (useCache && previous && inputsUnchanged(dir, env, previous.inputs)) return previous.pipeline;
+  const { pipeline, config } = await openPipeline(dir, env, useCache);
+  const inputs = configInputs(dir, env, config);
+  if (inputs) opened.set(key, { inputs, pipeline });
+  else opened.delete(key);
+  return pipeline;
+}
+
+async function openPipeline(dir: string, env: Env, useCache: boolean): Promise<{ pipeline: Pipeline; config: ValidConfig }> {
   const buildId = await engineBuildId();
-  if (options.useCache ?? true) {
+  if (useCache) {
     const cached = readCachedConfig(dir, env, buildId);
-    if (cached) return assemblePipeline(dir, cached);
+    if (cached) return { pipeline: assemblePipeline(dir, cached), config: cached };
   }
   const texts = readConfigTexts(dir, env);
   const { pipeline, config, issues } = buildPipeline(dir, texts, env, await configValidators(), { full: true });
@@ -309,5 +329,5 @@ export async function loadPipeline(dir: string, env: Env = process.env, options:
     throw new PipelineError('config.invalid', `invalid configuration (${errors.length} ${errors.length === 1 ? 'error' : 'errors'})`, { issues });
   }
   await writeCachedConfig(dir, env, buildId, config);
-  return pipeline;
+  return { pipeline, config };
 }
