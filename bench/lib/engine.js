@@ -26,12 +26,30 @@ export function scratch(prefix) {
 }
 
 /**
- * The environment every benchmark process gets: the author secret in a scratch directory (never
- * the user's own), and the configuration cache in one too, so runs do not touch the home dir.
+ * What the benchmark keeps of the caller's environment. Every other variable is left out, so a
+ * figure does not depend on the shell it was started from: NODE_OPTIONS can add a loader or an
+ * inspector, and NODE_EXTRA_CA_CERTS (set on some machines for a proxy) makes every Node process
+ * parse a CA bundle before it runs a line — ~70 ms per process on the bench VM. The cold-start
+ * scenario also times `status` with the caller's whole environment, to show that cost.
+ */
+const KEPT = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TERM', 'TMPDIR', 'UV_THREADPOOL_SIZE'];
+
+/** The caller's variables the benchmark leaves out that change how Node starts. */
+export function droppedNodeVariables() {
+  return Object.keys(process.env)
+    .filter((name) => name.startsWith('NODE_') && !KEPT.includes(name))
+    .sort();
+}
+
+/**
+ * The environment every benchmark process gets: a minimal one (above), the author secret in a
+ * scratch directory (never the user's own), and the configuration cache in one too, so runs do
+ * not touch the home dir.
  */
 export function benchEnv(work, extra = {}) {
+  const kept = Object.fromEntries(KEPT.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name]]));
   return {
-    ...process.env,
+    ...kept,
     PIPELINE_AUTHOR_SECRET_FILE: path.join(work, 'author_secret'),
     PIPELINE_CONFIG_CACHE: path.join(work, 'config-cache'),
     NO_COLOR: '1',

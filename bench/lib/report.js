@@ -259,6 +259,16 @@ export function renderTables(results, verdicts) {
           ['status, small store', ms(cold.status.medianMs), cold.status.runs.length, mb(cold.status.maxRssKb)],
           ['status, no config cache', ms(cold.statusNoConfigCache.medianMs), cold.statusNoConfigCache.runs.length, mb(cold.statusNoConfigCache.maxRssKb)],
           ['--version', ms(cold.version.medianMs), cold.version.runs.length, mb(cold.version.maxRssKb)],
+          ...(cold.statusCallerEnv
+            ? [
+                [
+                  `status, the caller's environment (${cold.statusCallerEnv.dropped.join(', ') || 'no NODE_ variable'})`,
+                  ms(cold.statusCallerEnv.medianMs),
+                  cold.statusCallerEnv.runs.length,
+                  mb(cold.statusCallerEnv.maxRssKb),
+                ],
+              ]
+            : []),
         ],
       ),
     );

@@ -8,7 +8,7 @@
  */
 import { rmSync } from 'node:fs';
 import path from 'node:path';
-import { benchEnv, scratch } from '../lib/engine.js';
+import { benchEnv, droppedNodeVariables, scratch } from '../lib/engine.js';
 import { dropStatusIndex, runOnce, timeCommand } from '../lib/cli.js';
 import { writeStore } from '../lib/fixtures.js';
 
@@ -89,7 +89,10 @@ export function measureColdStart({ runs = 9 } = {}) {
     const noCache = timeCommand(['--store', store, 'status'], env, work.dir, { runs: 3, before: () => rmSync(cacheDir, { recursive: true, force: true }) });
     const cached = timeCommand(['--store', store, 'status'], env, work.dir, { runs });
     const version = timeCommand(['--version'], env, work.dir, { runs });
-    return { status: summary(cached), statusNoConfigCache: summary(noCache), version: summary(version) };
+    // The same `status` with every variable of the caller's environment (see benchEnv).
+    const dropped = droppedNodeVariables();
+    const callerEnv = timeCommand(['--store', store, 'status'], { ...process.env, ...env }, work.dir, { runs });
+    return { status: summary(cached), statusNoConfigCache: summary(noCache), version: summary(version), statusCallerEnv: { ...summary(callerEnv), dropped } };
   } finally {
     work.cleanup();
   }
