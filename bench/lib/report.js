@@ -139,7 +139,7 @@ export function targets(results) {
       );
     for (const run of pg.latency)
       add(
-        `PostgreSQL: W=${run.workers} × C=${run.concurrency}, L=${run.latencyMs} ms`,
+        `PostgreSQL: W=${run.workers} × C=${run.concurrency}, L=${run.latencyMs} ms, N=${run.n}`,
         `wall ${ms(run.wallMs)} = ${run.ratio.toFixed(2)} × N·L/(W·C)`,
         '≤ 1.10 ×',
         run.ratio <= 1.1,
