@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 // Build step: bundle the CLI into one file (dist/pipeline.js). One file loads much faster than the
 // several hundred modules of the engine and its dependencies, which keeps cold starts short.
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+// Chunk names carry a content hash: without this, every build would leave the last one's behind.
+rmSync(path.join(root, 'dist', 'chunks'), { recursive: true, force: true });
 await build({
   entryPoints: { pipeline: path.join(root, 'dist', 'engine', 'cli', 'main.js'), engine: path.join(root, 'dist', 'engine', 'index.js') },
   outdir: path.join(root, 'dist'),
