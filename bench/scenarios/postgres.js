@@ -198,7 +198,17 @@ try {
           const location = await confirmedStore(n, schemaUrl(server), juried);
           const run = await runWorkers(pipelineDir(judge.url), location, workers, concurrency, env);
           const idealMs = (n * latency) / (workers * concurrency);
-          result.latency.push({ workers, concurrency, n, rounds, latencyMs: latency, wallMs: run.wallMs, idealMs, ratio: run.wallMs / idealMs, codes: run.codes });
+          result.latency.push({
+            workers,
+            concurrency,
+            n,
+            rounds,
+            latencyMs: latency,
+            wallMs: run.wallMs,
+            idealMs,
+            ratio: run.wallMs / idealMs,
+            codes: run.codes,
+          });
         }
       }
     } finally {

@@ -13,10 +13,11 @@ interface SumEquals {
   label?: string;
 }
 
-export function createAjv(options: { standalone?: boolean; validateSchema?: boolean } = {}): Ajv {
+/** `standalone`: keep each validator's source for ajv's standalone code, as an ES module (the build) or CommonJS (the cache). */
+export function createAjv(options: { standalone?: boolean | 'cjs'; validateSchema?: boolean } = {}): Ajv {
   const ajv = new Ajv({
     validateSchema: options.validateSchema ?? true,
-    ...(options.standalone ? { code: { source: true, esm: true } } : {}),
+    ...(options.standalone ? { code: { source: true, esm: options.standalone !== 'cjs' } } : {}),
     allErrors: true,
     verbose: true,
     $data: true,

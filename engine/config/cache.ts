@@ -10,6 +10,7 @@ import path from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import type { Env } from './interpolate.js';
 import type { ValidConfig } from './load.js';
+import type { PrebuiltSchemas } from './prebuilt.js';
 import { PIPELINE_FILE } from './read.js';
 import { isSet } from './usable.js';
 
@@ -21,6 +22,8 @@ interface Entry {
   /** Key variables the configuration needs set (→ whether they were): only that, never a key. */
   keys?: Record<string, boolean>;
   config: ValidConfig;
+  /** The inline schemas compiled to standalone code (engine/config/prebuilt.ts). */
+  prebuilt?: PrebuiltSchemas;
 }
 
 const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)/g;
@@ -55,7 +58,7 @@ function entryFile(cacheDir: string, dir: string, mainText: string, env: Env, bu
 }
 
 /** What a configuration was read from: each file's digest, the variables they use, the keys set. */
-export type ConfigInputs = Omit<Entry, 'config'>;
+export type ConfigInputs = Omit<Entry, 'config' | 'prebuilt'>;
 
 /** The inputs of `config` as they are now, or undefined when one of its files cannot be read. */
 export function configInputs(dir: string, env: Env, config: ValidConfig): ConfigInputs | undefined {
@@ -82,8 +85,8 @@ export function inputsUnchanged(dir: string, env: Env, inputs: ConfigInputs): bo
   return true;
 }
 
-/** The cached valid configuration, if every input is unchanged. */
-export function readCachedConfig(dir: string, env: Env, buildId: string | undefined): ValidConfig | undefined {
+/** The cached valid configuration (and its prebuilt schemas), if every input is unchanged. */
+export function readCachedConfig(dir: string, env: Env, buildId: string | undefined): { config: ValidConfig; prebuilt?: PrebuiltSchemas } | undefined {
   const cacheDir = configCacheDir(env);
   if (!cacheDir || !buildId) return undefined;
   const main = readText(dir, PIPELINE_FILE);
@@ -94,18 +97,19 @@ export function readCachedConfig(dir: string, env: Env, buildId: string | undefi
   } catch {
     return undefined;
   }
-  return inputsUnchanged(dir, env, entry) ? entry.config : undefined;
+  if (!inputsUnchanged(dir, env, entry)) return undefined;
+  return entry.prebuilt ? { config: entry.config, prebuilt: entry.prebuilt } : { config: entry.config };
 }
 
 /** Remember a configuration that passed full validation. Failures only cost speed. */
-export async function writeCachedConfig(dir: string, env: Env, buildId: string | undefined, config: ValidConfig): Promise<void> {
+export async function writeCachedConfig(dir: string, env: Env, buildId: string | undefined, config: ValidConfig, prebuilt?: PrebuiltSchemas): Promise<void> {
   const cacheDir = configCacheDir(env);
   if (!cacheDir || !buildId) return;
   const main = readText(dir, PIPELINE_FILE);
   if (main === undefined) return;
   const inputs = configInputs(dir, env, config);
   if (!inputs) return;
-  const entry: Entry = { ...inputs, config };
+  const entry: Entry = { ...inputs, config, ...(prebuilt ? { prebuilt } : {}) };
   try {
     mkdirSync(cacheDir, { recursive: true });
     await writeFileAtomic(entryFile(cacheDir, dir, main, env, buildId), JSON.stringify(entry), { durable: false });

@@ -4,12 +4,14 @@
  * `loadPipeline` adds the reading.
  */
 import path from 'node:path';
+import type { ValidateFunction } from 'ajv';
 import { PipelineError, type Issue } from '../errors.js';
 import { buildLifecycle, type Lifecycle } from '../lifecycle/machine.js';
 import { argsKey, checkKey } from '../util/schema-keys.js';
 import { parseDuration } from '../util/time.js';
 import { createAjv } from './ajv.js';
-import { type ConfigInputs, configInputs, inputsUnchanged, readCachedConfig, writeCachedConfig } from './cache.js';
+import { type ConfigInputs, configCacheDir, configInputs, inputsUnchanged, readCachedConfig, writeCachedConfig } from './cache.js';
+import { loadPrebuilt, prebuildSchemas } from './prebuilt.js';
 import { configValidators, engineBuildId, type ConfigValidators } from './config-schemas.js';
 import { crossCheck } from './cross-check.js';
 import { checkUsable, keyVariablesInUse, unusedProviderTolerance } from './usable.js';
@@ -156,7 +158,8 @@ export interface ValidConfig {
 
 /** Build the runtime pipeline from a valid configuration. */
 export function assemblePipeline(dir: string, config: ValidConfig, registry?: SchemaRegistry): Pipeline {
-  const schemas = registry ?? new SchemaRegistry(createAjv({ validateSchema: false }));
+  // From the cache: ajv is created only if a schema has to be compiled (none, with prebuilt code).
+  const schemas = registry ?? new SchemaRegistry(() => createAjv({ validateSchema: false }));
   if (!registry) {
     for (const named of config.schemas) schemas.addNamed(named.name, named.id, named.schema);
     registerInline(schemas, config.def, config.machine, config.stages);
@@ -320,7 +323,12 @@ async function openPipeline(dir: string, env: Env, useCache: boolean): Promise<{
   const buildId = await engineBuildId();
   if (useCache) {
     const cached = readCachedConfig(dir, env, buildId);
-    if (cached) return { pipeline: assemblePipeline(dir, cached), config: cached };
+    if (cached) {
+      const pipeline = assemblePipeline(dir, cached.config);
+      const prebuilt = cached.prebuilt;
+      if (prebuilt) pipeline.schemas.usePrebuilt((key) => usablePrebuilt(prebuilt[key]));
+      return { pipeline, config: cached.config };
+    }
   }
   const texts = readConfigTexts(dir, env);
   const { pipeline, config, issues } = buildPipeline(dir, texts, env, await configValidators(), { full: true });
@@ -328,6 +336,16 @@ async function openPipeline(dir: string, env: Env, useCache: boolean): Promise<{
     const errors = issues.filter((issue) => issue.severity === 'error');
     throw new PipelineError('config.invalid', `invalid configuration (${errors.length} ${errors.length === 1 ? 'error' : 'errors'})`, { issues });
   }
-  await writeCachedConfig(dir, env, buildId, config);
+  if (buildId && configCacheDir(env)) await writeCachedConfig(dir, env, buildId, config, prebuildSchemas(pipeline.schemas, config.schemas));
   return { pipeline, config };
+}
+
+/** A prebuilt validator, or undefined (compile it) when there is none or it does not load. */
+function usablePrebuilt(code: string | undefined): ValidateFunction | undefined {
+  if (code === undefined) return undefined;
+  try {
+    return loadPrebuilt(code);
+  } catch {
+    return undefined;
+  }
 }

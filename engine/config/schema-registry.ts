@@ -15,21 +15,38 @@ export interface Place {
 }
 
 export class SchemaRegistry {
-  readonly ajv: Ajv;
+  private instance: Ajv | undefined;
+  private readonly makeAjv: (() => Ajv) | undefined;
+  /** Named schemas not yet given to ajv (a lazy registry creates it on first compile). */
+  private readonly pending: [object, string][] = [];
   /** Domain schema name → ajv id. */
   private readonly named = new Map<string, string>();
+  private readonly namedSchemas = new Map<string, object>();
   private readonly anonymous = new Map<string, object | boolean>();
   private readonly places = new Map<string, Place>();
   private readonly compiled = new Map<string, ValidateFunction>();
 
-  constructor(ajv: Ajv = createAjv()) {
-    this.ajv = ajv;
+  /** With an ajv instance, schemas are added to it at once; with a factory, on the first compile. */
+  constructor(ajv: Ajv | (() => Ajv) = createAjv()) {
+    if (typeof ajv === 'function') this.makeAjv = ajv;
+    else this.instance = ajv;
+  }
+
+  get ajv(): Ajv {
+    if (!this.instance) {
+      this.instance = this.makeAjv!();
+      for (const [schema, id] of this.pending) this.instance.addSchema(schema, id);
+      this.pending.length = 0;
+    }
+    return this.instance;
   }
 
   /** Register a named domain schema (referenced by others through its $id). */
   addNamed(name: string, id: string, schema: object): void {
-    this.ajv.addSchema(schema, id);
+    if (this.instance) this.instance.addSchema(schema, id);
+    else this.pending.push([schema, id]);
     this.named.set(name, id);
+    this.namedSchemas.set(name, schema);
   }
 
   /** Register a schema declared inline in YAML (a guard, an argument, a check) under a key. */
@@ -50,8 +67,12 @@ export class SchemaRegistry {
   named$(name: string): ValidateFunction {
     const id = this.named.get(name);
     if (id === undefined) throw new Error(`unknown schema "${name}"`);
-    const validate = this.ajv.getSchema(id);
+    const key = namedKey(name);
+    const cached = this.compiled.get(key);
+    if (cached) return cached;
+    const validate = this.prebuilt?.(key) ?? this.ajv.getSchema(id);
     if (!validate) throw new Error(`schema "${name}" did not compile`);
+    this.compiled.set(key, validate);
     return validate;
   }
 
@@ -60,10 +81,25 @@ export class SchemaRegistry {
     if (cached) return cached;
     const schema = this.anonymous.get(key);
     if (schema === undefined) throw new Error(`unknown inline schema "${key}"`);
-    const validate = this.ajv.compile(schema as object);
+    const validate = this.prebuilt?.(key) ?? this.ajv.compile(schema as object);
     this.compiled.set(key, validate);
     return validate;
   }
+
+  /** Every schema, by key — named ones under `namedKey(name)` — to compile them to standalone code. */
+  schemasByKey(): [string, object | boolean][] {
+    return [...[...this.namedSchemas].map(([name, schema]): [string, object] => [namedKey(name), schema]), ...this.anonymous];
+  }
+
+  /**
+   * Validators compiled earlier (standalone code from the configuration cache), used instead of
+   * compiling: `of(key)` returns the schema's validator, or undefined to compile it here.
+   */
+  usePrebuilt(of: (key: string) => ValidateFunction | undefined): void {
+    this.prebuilt = of;
+  }
+
+  private prebuilt: ((key: string) => ValidateFunction | undefined) | undefined;
 
   /** Validate against a named schema; findings empty when valid. */
   check(name: string, data: unknown): Finding[] {
@@ -91,4 +127,9 @@ export class SchemaRegistry {
     }
     return failures;
   }
+}
+
+/** The key of a named domain schema among `schemasByKey()` (inline keys never start with a slash). */
+export function namedKey(name: string): string {
+  return `/named/${name}`;
 }
