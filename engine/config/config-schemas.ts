@@ -36,7 +36,7 @@ let buildIdCache: string | null | undefined;
 export async function engineBuildId(): Promise<string | undefined> {
   if (buildIdCache !== undefined) return buildIdCache ?? undefined;
   try {
-    const generated = (await import('./validators.generated.js')) as unknown as Record<string, unknown>;
+    const generated = (await import('./build-id.generated.js')) as unknown as Record<string, unknown>;
     buildIdCache =
       generated['schemaHash'] === hashSchemaTexts(readConfigSchemaTexts()) && typeof generated['buildId'] === 'string'
         ? (generated['buildId'] as string)
