@@ -21,6 +21,8 @@ export interface CliOptions {
   cwd?: string;
   env?: Record<string, string | undefined>;
   input?: string;
+  /** In process only: whether stderr is taken for a terminal (default false). */
+  stderrIsTTY?: boolean;
 }
 
 /** A fresh store and the environment that points the command line at it (the file's configuration cache). */
@@ -59,7 +61,7 @@ export async function cliIn(args: string[], options: CliOptions = {}): Promise<C
     cwd: options.cwd ?? ROOT,
     env: environment(options),
     interactive: false,
-    stderrIsTTY: false,
+    stderrIsTTY: options.stderrIsTTY ?? false,
     onInterrupt: () => () => {},
   };
   const code = await main(args, io);

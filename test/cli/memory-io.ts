@@ -1,10 +1,7 @@
 /** In-process command line: an Io that records stdout and stderr, and proposal files written by hand. */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
-import type { Io } from '../../engine/cli/io.js';
-import { main } from '../../engine/cli/main.js';
-import { ROOT } from '../helpers.js';
+import { cliIn } from './cli.js';
 
 export interface Ran {
   code: number;
@@ -12,24 +9,10 @@ export interface Ran {
   stderr: string;
 }
 
-/** Run `pipeline ARGS` in-process, off a terminal, with `env` over the test's environment. */
+/** Run `pipeline ARGS` in-process, off a terminal, with `env` over the test's environment (no configuration cache). */
 export async function runIn(args: string[], env: Record<string, string>, options: { stderrIsTTY?: boolean; input?: string } = {}): Promise<Ran> {
-  let stdout = '';
-  let stderr = '';
-  const stdin = new PassThrough();
-  stdin.end(options.input ?? '');
-  const io: Io = {
-    stdout: { write: (text: string) => (stdout += text) },
-    stderr: { write: (text: string) => (stderr += text) },
-    stdin,
-    cwd: ROOT,
-    env: { ...process.env, PIPELINE_CONFIG_CACHE: 'off', NO_COLOR: '1', ...env },
-    interactive: false,
-    stderrIsTTY: options.stderrIsTTY ?? false,
-    onInterrupt: () => () => {},
-  };
-  const code = await main(args, io);
-  return { code, stdout, stderr };
+  const { code, stdout, stderr } = await cliIn(args, { env: { PIPELINE_CONFIG_CACHE: 'off', NO_COLOR: '1', ...env }, ...options });
+  return { code: code ?? 1, stdout, stderr };
 }
 
 /** Write a proposal file as an attacker would: any content, no audit history, no index entry. */
