@@ -62,6 +62,12 @@ describe('read-only commands', () => {
     // Root is not stopped by permissions: it runs the binary as nobody. Anyone else loses write access.
     if (!asRoot) spawnSync('chmod', ['-R', 'a-w', t.storeDir]);
     const before = tree(t.storeDir);
+    if (asRoot) {
+      // The premise: `nobody` can reach the built binary (a checkout under a 0700 directory, as
+      // `mktemp -d` makes, cannot be run by anyone else).
+      const reach = spawnSync('runuser', ['-u', 'nobody', '--', 'test', '-r', BIN]);
+      expect(reach.status, `user nobody cannot read ${BIN}: clone the repository where other users can traverse (o+x on every parent directory)`).toBe(0);
+    }
     for (const args of [...READ_ONLY, ['show', t.ids[0]!]]) {
       const command = asRoot ? ['runuser', '-u', 'nobody', '--', process.execPath, BIN, ...args] : [process.execPath, BIN, ...args];
       const result = spawnSync(command[0]!, command.slice(1), {
