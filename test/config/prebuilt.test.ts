@@ -11,7 +11,7 @@ import { configValidators } from '../../engine/config/config-schemas.js';
 import { buildPipeline } from '../../engine/config/load.js';
 import { loadPrebuilt, prebuildSchemas } from '../../engine/config/prebuilt.js';
 import { readConfigTexts } from '../../engine/config/read.js';
-import { cli, cliStore } from '../cli/cli.js';
+import { cli, cliIn, cliStore } from '../cli/cli.js';
 import { ROOT, candidate, proposalInput, tempDir } from '../helpers.js';
 
 const env = { OLLAMA_MODEL: 'llama3.1' };
@@ -64,21 +64,22 @@ describe('prebuilt schemas', () => {
 });
 
 describe('the binary', () => {
-  it('keeps the prebuilt schemas in the configuration cache and runs commands with them', () => {
+  it('keeps the prebuilt schemas in the configuration cache and runs commands with them', async () => {
     const { env } = cliStore();
     env['PIPELINE_CONFIG_CACHE'] = tempDir();
     expect(cli(['status'], { env }).code).toBe(0);
     const dir = path.join(env['PIPELINE_CONFIG_CACHE'], 'pipeline', 'config');
     const [entry] = readdirSync(dir).map((name) => JSON.parse(readFileSync(path.join(dir, name), 'utf8')) as { prebuilt?: Record<string, string> });
     expect(Object.keys(entry?.prebuilt ?? {})).toEqual(expect.arrayContaining(['guard:justified', 'args:review:confirm', '/named/candidate']));
-    // From here on every command reads its validators from that code.
-    const proposed = cli(['propose', '-'], { env, input: JSON.stringify(proposalInput()) });
+    // Set-up in process (no build id from source: it neither reads nor writes that cache).
+    const proposed = await cliIn(['propose', '-'], { env, input: JSON.stringify(proposalInput()) });
     expect(proposed.code).toBe(0);
+    // From here on every command of the binary reads its validators from that code.
     const id = proposed.stdout.trim();
     const refused = cli(['confirm', id, '--visibility', 'nowhere'], { env });
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/visibility/);
     expect(cli(['confirm', id, '--visibility', 'org'], { env }).code).toBe(0);
-    expect(cli(['status', '--json'], { env }).stdout).toMatch(/"confirmed": ?1/);
+    expect((await cliIn(['status', '--json'], { env })).stdout).toMatch(/"confirmed": ?1/);
   });
 });
