@@ -22,7 +22,7 @@ interface Entry {
   /** Key variables the configuration needs set (→ whether they were): only that, never a key. */
   keys?: Record<string, boolean>;
   config: ValidConfig;
-  /** The inline schemas compiled to standalone code (engine/config/prebuilt.ts). */
+  /** Every schema of the configuration compiled to standalone code (engine/config/prebuilt.ts). */
   prebuilt?: PrebuiltSchemas;
 }
 

@@ -20,7 +20,6 @@ type Generate = (ajv: ReturnType<typeof createAjv>, validate: ValidateFunction) 
 function generator(value: unknown): Generate {
   return typeof value === 'function' ? (value as Generate) : generator((value as { default: unknown }).default);
 }
-const generate = generator(standalone);
 
 /**
  * Standalone code for every schema of `registry` — the named domain schemas (`named`: their ids)
@@ -29,6 +28,7 @@ const generate = generator(standalone);
  */
 export function prebuildSchemas(registry: SchemaRegistry, named: { name: string; id: string; schema: object }[]): PrebuiltSchemas | undefined {
   try {
+    const generate = generator(standalone);
     const ajv = createAjv({ standalone: 'cjs', validateSchema: false });
     for (const { id, schema } of named) ajv.addSchema(schema, id);
     const ids = new Map(named.map(({ name, id }) => [namedKey(name), id]));

@@ -25,6 +25,8 @@ export class SchemaRegistry {
   private readonly anonymous = new Map<string, object | boolean>();
   private readonly places = new Map<string, Place>();
   private readonly compiled = new Map<string, ValidateFunction>();
+  /** Validators compiled earlier, by key (see `usePrebuilt`). */
+  private prebuilt: ((key: string) => ValidateFunction | undefined) | undefined;
 
   /** With an ajv instance, schemas are added to it at once; with a factory, on the first compile. */
   constructor(ajv: Ajv | (() => Ajv) = createAjv()) {
@@ -98,8 +100,6 @@ export class SchemaRegistry {
   usePrebuilt(of: (key: string) => ValidateFunction | undefined): void {
     this.prebuilt = of;
   }
-
-  private prebuilt: ((key: string) => ValidateFunction | undefined) | undefined;
 
   /** Validate against a named schema; findings empty when valid. */
   check(name: string, data: unknown): Finding[] {
