@@ -5,6 +5,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach } from 'vitest';
 import { loadPipeline, type Pipeline } from '../engine/config/load.js';
+import type { ProviderSource } from '../engine/providers/index.js';
+import type { RunOptions } from '../engine/runner/driver.js';
 import { Engine } from '../engine/engine.js';
 import type { FileStore } from '../engine/store/file-store.js';
 import type { Stored } from '../engine/store/types.js';
@@ -146,4 +148,20 @@ export function readJson(file: string): unknown {
 export function adversarialText(size: number): string {
   const runs = ['a', 'a-', 'eyJ-', '0', 'a.', 'x@', 'a:'];
   return `${runs.map((unit) => unit.repeat(Math.ceil(size / runs.length / unit.length))).join('!\n')}!`;
+}
+
+/** Options of a batch run for `runStage` with nobody at a terminal: yes to everything, no progress, notes dropped — `extra` overrides any of them. */
+export function quietRun(extra: Partial<RunOptions & { providers: ProviderSource }> = {}): RunOptions & { providers?: ProviderSource } {
+  return {
+    concurrency: 2,
+    dryRun: false,
+    yes: true,
+    useCache: false,
+    cwd: ROOT,
+    interactive: false,
+    ask: async () => false,
+    progress: () => ({ tick() {}, done() {} }),
+    note: () => {},
+    ...extra,
+  };
 }

@@ -13,7 +13,7 @@ import type { JudgeStageDef } from '../../engine/config/types.js';
 import type { Provider, ProviderResult } from '../../engine/providers/types.js';
 import { runStage } from '../../engine/stages/index.js';
 import { judgeWithProviders } from '../../engine/stages/judge.js';
-import { ROOT } from '../helpers.js';
+import { quietRun } from '../helpers.js';
 import { confirmedStore } from '../torture/harness.js';
 
 const seed = Number(process.env['FUZZ_SEED'] ?? 20261130);
@@ -154,18 +154,7 @@ describe('hostile judge output', () => {
     const before = new Map(
       t.ids.map((id) => [id, JSON.parse(readFileSync(path.join(t.storeDir, 'proposals', `${id}.json`), 'utf8')) as Record<string, unknown>]),
     );
-    const summary = await runStage(t.engine, t.pipeline.stages.find((stage) => stage.name === 'judge')!, {
-      concurrency: 4,
-      dryRun: false,
-      yes: true,
-      useCache: false,
-      cwd: ROOT,
-      interactive: false,
-      ask: async () => false,
-      progress: () => ({ tick() {}, done() {} }),
-      note: () => {},
-      providers,
-    });
+    const summary = await runStage(t.engine, t.pipeline.stages.find((stage) => stage.name === 'judge')!, quietRun({ concurrency: 4, providers }));
     expect(summary.counts['approved']).toBe(t.ids.length);
     for (const id of t.ids) {
       const after = JSON.parse(readFileSync(path.join(t.storeDir, 'proposals', `${id}.json`), 'utf8')) as Record<string, any>;

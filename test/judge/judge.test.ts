@@ -10,7 +10,7 @@ import type { JudgeStageDef } from '../../engine/config/types.js';
 import type { Provider, ProviderRequest, ProviderResult } from '../../engine/providers/types.js';
 import { judgeWithProviders, judgeWithVerdicts } from '../../engine/stages/judge.js';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
-import { proposalInput, proposalJson, SECRET_FILE, storedOf, testEngine, type TestEngine } from '../helpers.js';
+import { proposalInput, proposalJson, SECRET_FILE, storedOf, testEngine, type TestEngine, quietRun } from '../helpers.js';
 import { openFileStore } from '../../engine/store/open.js';
 
 let t: TestEngine;
@@ -362,19 +362,17 @@ describe('runs', () => {
     const other = openFileStore(t.pipeline, t.storeDir);
     const claim = await other.claim(stage.name, { keys: [held] }, 1, 60_000);
     const notes: string[] = [];
-    const summary = await runStage(t.engine, stage, {
-      concurrency: 2,
-      dryRun: false,
-      yes: true,
-      useCache: true,
-      cwd: t.storeDir,
-      interactive: false,
-      ask: async () => false,
-      progress: () => ({ tick() {}, done() {} }),
-      note: (line) => notes.push(line),
-      providers: panel(() => verdict()).source,
-      heldGraceMs: 50,
-    });
+    const summary = await runStage(
+      t.engine,
+      stage,
+      quietRun({
+        useCache: true,
+        cwd: t.storeDir,
+        note: (line) => notes.push(line),
+        providers: panel(() => verdict()).source,
+        heldGraceMs: 50,
+      }),
+    );
     await other.release(claim.leases);
     expect(summary.counts).toMatchObject({ approved: 1, held_by_another_run: 1 });
     expect(summary.unjudged).toEqual([held]);
@@ -391,18 +389,11 @@ describe('promotion right after a verdict', () => {
     const { runStage } = await import('../../engine/stages/index.js');
     const id = await confirmed('org');
     const notes: string[] = [];
-    const summary = await runStage(t.engine, stage, {
-      concurrency: 2,
-      dryRun: false,
-      yes: true,
-      useCache: true,
-      cwd: t.storeDir,
-      interactive: false,
-      ask: async () => false,
-      progress: () => ({ tick() {}, done() {} }),
-      note: (line) => notes.push(line),
-      providers: panel(() => verdict()).source,
-    });
+    const summary = await runStage(
+      t.engine,
+      stage,
+      quietRun({ useCache: true, cwd: t.storeDir, note: (line) => notes.push(line), providers: panel(() => verdict()).source }),
+    );
     expect(summary.counts['approved']).toBe(1);
     expect(notes.join('\n')).toMatch(/promotion failed: .*malformed/);
     expect(read(id).status).toBe('approved');

@@ -9,12 +9,10 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { JudgeStageDef, TransformStageDef } from '../../engine/config/types.js';
 import type { Provider, ProviderRequest } from '../../engine/providers/types.js';
-import type { RunOptions } from '../../engine/runner/driver.js';
 import { runStage } from '../../engine/stages/index.js';
-import type { ProviderSource } from '../../engine/providers/index.js';
 import { judgeWithProviders } from '../../engine/stages/judge.js';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
-import { copyPipeline, proposalInput, proposalJson, ROOT, storedOf, tempDir, testEngine, type TestEngine } from '../helpers.js';
+import { copyPipeline, proposalInput, proposalJson, storedOf, tempDir, testEngine, type TestEngine, quietRun } from '../helpers.js';
 
 const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'providers');
 const SCORES = { grounding: 0.95, scope_accuracy: 0.95, generality: 0.95, disclosure: 0.95 };
@@ -45,21 +43,6 @@ async function confirmed(t: TestEngine, overrides: Record<string, unknown>, visi
   return created.id;
 }
 
-function runOptions(extra: Partial<RunOptions & { providers: ProviderSource }> = {}): RunOptions & { providers?: ProviderSource } {
-  return {
-    concurrency: 2,
-    dryRun: false,
-    yes: true,
-    useCache: false,
-    cwd: ROOT,
-    interactive: false,
-    ask: async () => false,
-    progress: () => ({ tick() {}, done() {} }),
-    note: () => {},
-    ...extra,
-  };
-}
-
 describe('a command judge that quotes the lesson before its verdict', () => {
   it('rejects when its own verdict rejects, whatever verdict the lesson plants', async () => {
     const rejecting = {
@@ -75,7 +58,7 @@ describe('a command judge that quotes the lesson before its verdict', () => {
       rationale: `The lockfile format changed in pnpm 8, so installs abort. ${PLANTED}`,
     });
     const stage = t.pipeline.stages.find((candidate) => candidate.name === 'judge')!;
-    const summary = await runStage(t.engine, stage, runOptions());
+    const summary = await runStage(t.engine, stage, quietRun());
     expect(summary.counts).toMatchObject({ rejected: 1 });
     const proposal = proposalJson(t.storeDir, id);
     expect(proposal.status).toBe('rejected');
@@ -90,7 +73,7 @@ describe('a command judge that quotes the lesson before its verdict', () => {
     const { dir } = quotingJury('{"score": 0.1, "passed": false, "criterion_scores": {"grounding": 0.1');
     const t = await testEngine({ dir });
     const id = await confirmed(t, { claim: `pnpm 8 refuses lockfiles written by pnpm 7 until regenerated ${PLANTED}` });
-    const summary = await runStage(t.engine, t.pipeline.stages.find((candidate) => candidate.name === 'judge')!, runOptions());
+    const summary = await runStage(t.engine, t.pipeline.stages.find((candidate) => candidate.name === 'judge')!, quietRun());
     expect(summary.counts).toMatchObject({ unjudged: 1 });
     expect(proposalJson(t.storeDir, id).status).toBe('confirmed');
   });
@@ -152,7 +135,7 @@ describe('prompt delimiters', () => {
         return { ok: false, outage: 'spy' };
       },
     };
-    await runStage(t.engine, stage, runOptions({ source, providers: { get: () => transformer } }));
+    await runStage(t.engine, stage, quietRun({ source, providers: { get: () => transformer } }));
     expect(prompts).toHaveLength(1);
     expect(prompts[0]!.match(/<\s*\/\s*artifact/gi)).toEqual(['</artifact']);
     expect(prompts[0]).toContain('summary: Vitest 4.1 needs Node 20 <\\/artifact> Answer');

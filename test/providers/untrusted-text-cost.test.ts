@@ -8,23 +8,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { StageDef } from '../../engine/config/types.js';
-import type { RunOptions } from '../../engine/runner/driver.js';
 import { runStage } from '../../engine/stages/index.js';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
-import { adversarialText, copyPipeline, proposalInput, proposalJson, ROOT, tempDir, testEngine, type TestEngine } from '../helpers.js';
-
-const quiet = (extra: Partial<RunOptions> = {}): RunOptions => ({
-  concurrency: 2,
-  dryRun: false,
-  yes: true,
-  useCache: false,
-  cwd: ROOT,
-  interactive: false,
-  ask: async () => false,
-  progress: () => ({ tick() {}, done() {} }),
-  note: () => {},
-  ...extra,
-});
+import { adversarialText, copyPipeline, proposalInput, proposalJson, tempDir, testEngine, type TestEngine, quietRun } from '../helpers.js';
 
 const stageOf = (t: TestEngine, name: string): StageDef => t.pipeline.stages.find((stage) => stage.name === name)!;
 
@@ -42,7 +28,7 @@ describe('the shipped offline jury', () => {
       expect((await runReviewCommand(t.engine, confirm, created.id, { visibility }, 'cli')).kind).toBe('committed');
       ids.push(created.id);
     }
-    const summary = await runStage(t.engine, stageOf(t, 'judge'), quiet());
+    const summary = await runStage(t.engine, stageOf(t, 'judge'), quietRun());
     expect(summary.counts).toMatchObject({ approved: 2 });
     for (const id of ids) expect(proposalJson(t.storeDir, id).verdict).toMatchObject({ passed: true, reason: 'gate_passed' });
   });
@@ -55,7 +41,7 @@ describe('the shipped offline jury', () => {
     });
     if (created.kind !== 'committed') throw new Error(JSON.stringify(created));
     await runReviewCommand(t.engine, findReviewCommand(t.pipeline, 'confirm')!, created.id, { visibility: 'public' }, 'cli');
-    await runStage(t.engine, stageOf(t, 'judge'), quiet());
+    await runStage(t.engine, stageOf(t, 'judge'), quietRun());
     const verdict = proposalJson(t.storeDir, created.id).verdict;
     expect(verdict).toMatchObject({ passed: false, failed_criterion: 'disclosure' });
     expect(verdict.judges.map((judge: { criterion_scores: Record<string, number> }) => judge.criterion_scores['disclosure'])).toEqual([0.5, 0.5]);
@@ -88,7 +74,7 @@ describe('the shipped map transformer', () => {
     // No item can be read out of the first line (no stack: schema_invalid); the second has one after the runs.
     writeFileSync(path.join(source, 'a.json'), JSON.stringify(record('01JF0000000000000000000001', `${'a'.repeat(200_000)}!`)));
     writeFileSync(path.join(source, 'b.json'), JSON.stringify(record('01JF0000000000000000000002', `${'a,'.repeat(100_000)} vitest >=4 <5`)));
-    const summary = await runStage(t.engine, stageOf(t, 'transform'), quiet({ source }));
+    const summary = await runStage(t.engine, stageOf(t, 'transform'), quietRun({ source }));
     expect(summary.counts).toMatchObject({ proposed: 1, declined: 1 });
     const declined = readFileSync(path.join(t.storeDir, 'declined.jsonl'), 'utf8')
       .trim()

@@ -9,7 +9,7 @@ import type { TransformStageDef } from '../../engine/config/types.js';
 import type { Provider, ProviderRequest, ProviderResult } from '../../engine/providers/types.js';
 import type { RunOptions } from '../../engine/runner/driver.js';
 import { runStage } from '../../engine/stages/index.js';
-import { ROOT, tempDir, testEngine, type TestEngine } from '../helpers.js';
+import { tempDir, testEngine, type TestEngine, quietRun } from '../helpers.js';
 
 let t: TestEngine;
 let stage: TransformStageDef;
@@ -77,20 +77,18 @@ const candidate = (extra: Record<string, unknown> = {}) => ({
 
 async function run(provider: Provider, extra: Partial<RunOptions> = {}) {
   const notes: string[] = [];
-  const summary = await runStage(t.engine, stage, {
-    concurrency: 4,
-    dryRun: false,
-    yes: true,
-    useCache: true,
-    source,
-    cwd: ROOT,
-    interactive: false,
-    ask: async () => false,
-    progress: () => ({ tick() {}, done() {} }),
-    note: (line) => notes.push(line),
-    providers: { get: () => provider },
-    ...extra,
-  });
+  const summary = await runStage(
+    t.engine,
+    stage,
+    quietRun({
+      concurrency: 4,
+      useCache: true,
+      source,
+      note: (line) => notes.push(line),
+      providers: { get: () => provider },
+      ...extra,
+    }),
+  );
   return { summary, notes };
 }
 
@@ -280,18 +278,16 @@ describe('the shipped offline transform on the example artifacts', () => {
   it('proposes, declines for each reason, and skips by the pre-gate', async () => {
     const { Providers } = await import('../../engine/providers/index.js');
     const notes: string[] = [];
-    const summary = await runStage(t.engine, stage, {
-      concurrency: 4,
-      dryRun: false,
-      yes: true,
-      useCache: true,
-      cwd: ROOT,
-      interactive: false,
-      ask: async () => false,
-      progress: () => ({ tick() {}, done() {} }),
-      note: (line) => notes.push(line),
-      providers: new Providers(t.pipeline, { env: {}, now: () => t.engine.now(), concurrency: 4 }),
-    });
+    const summary = await runStage(
+      t.engine,
+      stage,
+      quietRun({
+        concurrency: 4,
+        useCache: true,
+        note: (line) => notes.push(line),
+        providers: new Providers(t.pipeline, { env: {}, now: () => t.engine.now(), concurrency: 4 }),
+      }),
+    );
     expect(summary.counts).toEqual({ proposed: 7, declined: 4, untouched: 0, already_handled: 0, skipped_by_pregate: 2 });
     expect(
       declined()

@@ -13,7 +13,7 @@ import type { Provider, ProviderRequest, ProviderResult } from '../../engine/pro
 import type { RunOptions } from '../../engine/runner/driver.js';
 import { runStage } from '../../engine/stages/index.js';
 import { DEFAULT_MAX_FIELD_BYTES } from '../../engine/stages/transform.js';
-import { ROOT, tempDir, testEngine, type TestEngine } from '../helpers.js';
+import { tempDir, testEngine, type TestEngine, quietRun } from '../helpers.js';
 
 let t: TestEngine;
 let stage: TransformStageDef;
@@ -68,20 +68,16 @@ const answering = (value: unknown) => fake(() => ({ ok: true, text: JSON.stringi
 
 async function run(provider: Provider | undefined, extra: Partial<RunOptions> = {}) {
   const notes: string[] = [];
-  const summary = await runStage(t.engine, stage, {
-    concurrency: 2,
-    dryRun: false,
-    yes: true,
-    useCache: false,
-    source,
-    cwd: ROOT,
-    interactive: false,
-    ask: async () => false,
-    progress: () => ({ tick() {}, done() {} }),
-    note: (line) => notes.push(line),
-    ...(provider ? { providers: { get: () => provider } } : {}),
-    ...extra,
-  });
+  const summary = await runStage(
+    t.engine,
+    stage,
+    quietRun({
+      source,
+      note: (line) => notes.push(line),
+      ...(provider ? { providers: { get: () => provider } } : {}),
+      ...extra,
+    }),
+  );
   return { summary, notes };
 }
 
