@@ -12,8 +12,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parsePostgresUrl, PostgresStore, SCHEMA_VERSION } from '../../engine/store/postgres-store.js';
 import type { AuditRow, Store } from '../../engine/store/types.js';
 import { runIn } from '../cli/memory-io.js';
-import { copyPipeline, proposalInput, SECRET_FILE, tempDir } from '../helpers.js';
-import { start } from '../torture/harness.js';
+import { copyPipeline, proposalInput, SECRET_FILE } from '../helpers.js';
+import { start, storeEnv } from '../torture/harness.js';
 import { freshSchemaUrl, PG_URL } from '../pg/database.js';
 import { LAYOUT } from './contract.js';
 
@@ -101,13 +101,7 @@ const verdictRows = (rows: AuditRow[]) => rows.filter((row) => row.event === 'ap
 async function judgeInFlight(ttl: string, url: string) {
   const { dir, calls, gate } = gatedPipeline(ttl);
   const id = await confirmedProposal(dir, url);
-  const env = {
-    ...process.env,
-    PIPELINE_STORE: url,
-    PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE,
-    PIPELINE_CONFIG_CACHE: tempDir('pipeline-config-cache-'),
-    NO_COLOR: '1',
-  };
+  const env = storeEnv(url);
   const run = () => start(['--dir', dir, 'run', 'judge', '--yes', '--json'], env).done;
   const first = run();
   let ended = false;

@@ -13,9 +13,9 @@ import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.
 import { MemoryStore } from '../../engine/store/memory-store.js';
 import { openStore, storeLayout } from '../../engine/store/open.js';
 import type { AuditRow, Dumped, Store } from '../../engine/store/types.js';
-import { copyPipeline, proposalInput, SECRET_FILE, tempDir } from '../helpers.js';
+import { copyPipeline, proposalInput } from '../helpers.js';
 import { freshSchemaUrl, PG_URL } from '../pg/database.js';
-import { sleep, start, type Finished } from './harness.js';
+import { sleep, start, storeEnv, type Finished } from './harness.js';
 
 const PROPOSALS = 2000;
 const WORKERS = 4;
@@ -88,13 +88,7 @@ describe.skipIf(!PG_URL)('many workers on one PostgreSQL store', () => {
     const url = freshSchemaUrl('workers');
     const { store, ids } = await confirmedDatabase(dir, url, PROPOSALS);
     stores.push(store);
-    const env = {
-      ...process.env,
-      PIPELINE_STORE: url,
-      PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE,
-      PIPELINE_CONFIG_CACHE: tempDir('pipeline-config-cache-'),
-      NO_COLOR: '1',
-    };
+    const env = storeEnv(url);
     const args = ['--dir', dir, 'run', 'judge', '--yes', '--json', '--concurrency', '8'];
     const workers = Array.from({ length: WORKERS }, () => start(args, env));
     // Kill one worker once the run is well under way, while it holds leases on work in flight.
