@@ -90,6 +90,21 @@ function pgCode(error: unknown): string | undefined {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Run `work` again on serialization failures and deadlocks (up to 8 attempts, with a growing random pause). */
+async function retrying<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof Refusal || error instanceof KeyTaken) throw error;
+      if (!RETRYABLE.has(pgCode(error) ?? '') || attempt >= 8) throw error;
+      await sleep(Math.random() * 20 * attempt);
+    }
+  }
+}
+
+const leaseKey = (lease: Lease) => `${lease.stage}\u0000${lease.key}\u0000${lease.token}`;
+
 /** Why a commit could not land, raised inside its transaction to roll it back. */
 class Refusal {
   constructor(readonly result: Extract<CommitResult, { ok: false }>) {}
@@ -108,6 +123,10 @@ export class PostgresStore implements Store {
   private pool: Pool | undefined;
   private ready: Promise<boolean> | undefined;
   private created = false;
+  /** When `recover` last dropped expired leases (ms since the epoch; 0: never). */
+  private reaped = 0;
+  /** Leases this handle's own commits ended (a commit deletes its lease): releasing them needs no query. */
+  private readonly ended = new Set<string>();
 
   constructor(
     private readonly target: PostgresLocation,
@@ -152,16 +171,20 @@ export class PostgresStore implements Store {
     return this.pool;
   }
 
-  private async query<R extends object = Record<string, unknown>>(text: string, values: unknown[] = []): Promise<{ rows: R[]; rowCount: number }> {
+  /** One statement on a pooled connection; a named one (`{name, text}`) is prepared once per connection. */
+  private async query<R extends object = Record<string, unknown>>(
+    text: string | { name: string; text: string },
+    values: unknown[] = [],
+  ): Promise<{ rows: R[]; rowCount: number }> {
     const pool = await this.connect();
-    const result = await pool.query(text, values);
+    const result = await (typeof text === 'string' ? pool.query(text, values) : pool.query({ ...text, values }));
     return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
   }
 
   /** Run `work` in one transaction, retried on serialization failures and deadlocks. */
   private async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
     const pool = await this.connect();
-    for (let attempt = 1; ; attempt++) {
+    return retrying(async () => {
       const client = await pool.connect();
       try {
         await client.query('BEGIN');
@@ -170,13 +193,11 @@ export class PostgresStore implements Store {
         return result;
       } catch (error) {
         await client.query('ROLLBACK').catch(() => undefined);
-        if (error instanceof Refusal || error instanceof KeyTaken) throw error;
-        if (!RETRYABLE.has(pgCode(error) ?? '') || attempt >= 8) throw error;
-        await sleep(Math.random() * 20 * attempt);
+        throw error;
       } finally {
         client.release();
       }
-    }
+    });
   }
 
   /** Does the schema hold this store's tables? (Never creates them.) */
@@ -223,10 +244,13 @@ export class PostgresStore implements Store {
     await pool?.end();
   }
 
-  async recover(_options: { sweep?: boolean } = {}): Promise<number> {
+  async recover(options: { sweep?: boolean } = {}): Promise<number> {
     // Nothing is ever half-written here; the reaper drops leases long expired (their work is
-    // claimable as soon as they expire — this only keeps the table small).
+    // claimable as soon as they expire — this only keeps the table small), at a run's start and
+    // then at most once a minute: the engine asks before every commit.
+    if (!options.sweep && Date.now() - this.reaped < 60_000) return 0;
     if (!(await this.exists())) return 0;
+    this.reaped = Date.now();
     await this.query(`DELETE FROM ${this.t('leases')} WHERE expires_at < now() - interval '1 hour'`);
     return 0;
   }
@@ -458,6 +482,8 @@ export class PostgresStore implements Store {
     const text = serializeProposal(change.next);
     const status = typeof change.next['status'] === 'string' ? change.next['status'] : null;
     try {
+      // Moves check and report each entry; every other commit is one statement, one round trip.
+      if (!(change.entries ?? []).some((write) => write.op === 'move')) return await this.commitAtOnce(change, text, status);
       return await this.transaction(async (client) => {
         if (change.lease) {
           // Fencing: the lease must still be ours and current; the commit ends it.
@@ -520,6 +546,9 @@ export class PostgresStore implements Store {
           ]);
         }
         return { ok: true as const, version: String(version) };
+      }).then((result) => {
+        if (change.lease) this.ended.add(leaseKey(change.lease));
+        return result;
       });
     } catch (error) {
       if (error instanceof Refusal) return error.result;
@@ -530,6 +559,87 @@ export class PostgresStore implements Store {
       }
       throw error;
     }
+  }
+
+  /**
+   * A commit without entry moves as one statement (data-modifying CTEs, so one implicit
+   * transaction and one round trip instead of one per row): the lease row is locked and checked,
+   * the document updated only at the version it was read at and only while the lease holds, and
+   * the lease, entries, ledger rows and audit rows written only when the update was — all or
+   * nothing, as in `transaction`.
+   */
+  private async commitAtOnce(change: Change, text: string, status: string | null): Promise<CommitResult> {
+    const lease = change.lease;
+    const puts = (change.entries ?? []).flatMap((write) => (write.op === 'put' ? [write] : []));
+    // Rows written at most once: a repeat within this change is dropped here (the statement's
+    // check sees only rows committed before it).
+    const seen = new Set<string>();
+    const ledger = (change.ledger ?? []).filter((write) => {
+      if (write.once === undefined) return true;
+      const key = `${write.ledger}\u0000${write.once}\u0000${JSON.stringify(write.row[write.once] ?? null)}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+    const values = [
+      text,
+      status,
+      this.marksOf(change.next),
+      change.id,
+      change.version,
+      lease?.stage ?? null,
+      lease?.key ?? null,
+      lease?.token ?? null,
+      this.owner,
+      puts.map((write) => write.collection),
+      puts.map((write) => write.id),
+      puts.map((write) => `${JSON.stringify(write.entry, null, 2)}\n`),
+      ledger.map((write) => write.ledger),
+      ledger.map((write) => this.rowKey(write.row)),
+      ledger.map((write) => JSON.stringify(write.row)),
+      ledger.map((write) => write.once ?? null),
+      ledger.map((write) => (write.once === undefined ? null : JSON.stringify(write.row[write.once] ?? null))),
+      change.audit.map((row) => JSON.stringify(row)),
+    ];
+    const { rows } = await retrying(() =>
+      this.query<{ version: string | null; leased: boolean; present: boolean }>({ name: `commit.${this.schema}`, text: this.commitStatement() }, values),
+    );
+    const row = rows[0]!;
+    if (row.version !== null) {
+      if (lease) this.ended.add(leaseKey(lease));
+      return { ok: true, version: row.version };
+    }
+    if (lease && !row.leased) return { ok: false, reason: 'lease' };
+    return { ok: false, reason: row.present ? 'changed' : 'missing' };
+  }
+
+  private commitSql: string | undefined;
+  private commitStatement(): string {
+    const lease = `$6::text IS NOT NULL AND stage = $6 AND key = $7 AND token = $8::bigint AND owner = $9`;
+    this.commitSql ??= `WITH lease AS MATERIALIZED (
+         SELECT 1 FROM ${this.t('leases')} WHERE ${lease} AND expires_at > now() FOR UPDATE),
+       upd AS (
+         UPDATE ${this.t('proposals')} SET doc = $1, status = $2, marks = $3, version = version + 1
+          WHERE id = $4 AND version::text = $5 AND ($6::text IS NULL OR EXISTS (SELECT 1 FROM lease))
+          RETURNING version),
+       ended AS (
+         DELETE FROM ${this.t('leases')} WHERE ${lease} AND EXISTS (SELECT 1 FROM upd)),
+       entries AS (
+         INSERT INTO ${this.t('entries')} (collection, id, body)
+         SELECT e.collection, e.id, e.body FROM upd, unnest($10::text[], $11::text[], $12::text[]) AS e(collection, id, body)
+         ON CONFLICT (collection, id) DO NOTHING),
+       ledger AS (
+         INSERT INTO ${this.t('ledger_rows')} (ledger, key, proposal_id, row)
+         SELECT l.ledger, l.key, $4, l.row FROM upd, unnest($13::text[], $14::text[], $15::text[], $16::text[], $17::text[]) WITH ORDINALITY AS l(ledger, key, row, once, value, n)
+          WHERE l.once IS NULL OR NOT EXISTS (
+            SELECT 1 FROM ${this.t('ledger_rows')} x WHERE x.ledger = l.ledger AND x.proposal_id = $4 AND (x.row::jsonb -> l.once) = l.value::jsonb)
+          ORDER BY l.n),
+       audit AS (
+         INSERT INTO ${this.t('audit')} (id, version, ordinal, row)
+         SELECT $4, upd.version, a.n - 1, a.row FROM upd, unnest($18::text[]) WITH ORDINALITY AS a(row, n))
+       SELECT (SELECT version::text FROM upd) AS version, EXISTS (SELECT 1 FROM lease) AS leased,
+              EXISTS (SELECT 1 FROM ${this.t('proposals')} WHERE id = $4) AS present`;
+    return this.commitSql;
   }
 
   async appendLedger(ledger: string, row: Record<string, unknown>): Promise<void> {
@@ -737,7 +847,8 @@ export class PostgresStore implements Store {
     return leases.filter((lease) => kept.has(`${lease.stage}\u0000${lease.key}`));
   }
 
-  async release(leases: readonly Lease[]): Promise<void> {
+  async release(given: readonly Lease[]): Promise<void> {
+    const leases = given.filter((lease) => !this.ended.delete(leaseKey(lease)));
     if (leases.length === 0 || !(await this.exists())) return;
     await this.query(
       `DELETE FROM ${this.t('leases')} AS l USING unnest($1::text[], $2::text[], $3::bigint[]) AS u(stage, key, token)

@@ -142,6 +142,27 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         expect((await all(store.audit())).map((row) => row.to)).toEqual(['pending', 'confirmed']);
       });
 
+      it('writes nothing for a stale commit under a lease it holds, and the lease stays held', async () => {
+        const store = await make();
+        const other = await hooks.reopen(store);
+        const version = await created(store, A);
+        const { leases } = await store.claim('judge', { keys: [A] }, 1, 60_000);
+        expect((await store.commit(change(A, version, 'confirmed'))).ok).toBe(true);
+        const stale = await store.commit(
+          change(A, version, 'approved', {
+            lease: leases[0]!,
+            audit: [audit(A, 'approved', 'pending', 'approve'), audit(A, 'approved', 'approved', 'promote')],
+            ledger: [{ ledger: 'declined', row: { id: A }, once: 'id' }],
+            entries: [{ op: 'put', collection: 'approved', id: A, entry: { v: 1 } }],
+          }),
+        );
+        expect(stale).toEqual({ ok: false, reason: 'changed' });
+        expect(await all(store.ledger('declined'))).toEqual([]);
+        expect(await store.readEntry('approved', A)).toBeUndefined();
+        expect((await all(store.audit({ id: A }))).map((row) => row.to)).toEqual(['pending', 'confirmed']);
+        expect((await other.claim('judge', { keys: [A] }, 1, 60_000)).leases).toEqual([]);
+      });
+
       it('lets exactly one of racing commits of the same version win, from any handle', async () => {
         const store = await make();
         const other = await hooks.reopen(store);
