@@ -44,6 +44,7 @@ import {
   type Queue,
   type ReadResult,
   type Store,
+  wrongId,
 } from './types.js';
 
 export interface FileStoreOptions {
@@ -114,6 +115,8 @@ export function parseStored(id: string, text: string): ReadResult {
     return { kind: 'malformed', reason: describeJsonError(text, error) };
   }
   if (!isObject(value)) return { kind: 'malformed', reason: 'not a JSON object' };
+  const wrong = wrongId(id, value);
+  if (wrong) return { kind: 'malformed', reason: wrong };
   return { kind: 'found', stored: { id, proposal: value, version: text } };
 }
 

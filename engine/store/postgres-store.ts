@@ -40,6 +40,7 @@ import {
   type ReadResult,
   type Store,
   type StoreLayout,
+  wrongId,
 } from './types.js';
 
 /** The schema version this engine writes; a store with a newer one is refused. */
@@ -899,6 +900,8 @@ function parseDocument(id: string, text: string, version: string): ReadResult {
     return { kind: 'malformed', reason: text.trim() === '' ? 'empty document' : 'not valid JSON' };
   }
   if (!isObject(value)) return { kind: 'malformed', reason: 'not a JSON object' };
+  const wrong = wrongId(id, value);
+  if (wrong) return { kind: 'malformed', reason: wrong };
   return { kind: 'found', stored: { id, proposal: value, version } };
 }
 

@@ -13,8 +13,9 @@ import path from 'node:path';
 import { hasPath } from '../util/json-path.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { readRegular } from './files.js';
+import { wrongId } from './types.js';
 
-const FORMAT = 'pipeline-index 2';
+const FORMAT = 'pipeline-index 3';
 const FILE_NAME = /^[0-7][0-9A-HJKMNP-TV-Z]{25}\.json$/;
 
 export interface ProposalScan {
@@ -30,11 +31,16 @@ export interface ProposalScan {
  * Parse a proposal file just enough for the index; `record` is the parsed object (absent when
  * the file is not a JSON object), so a caller that wants the whole proposal need not parse again.
  */
-export function parseHead(text: string, markFields: readonly string[]): { status: string | null; marks: number; record?: Record<string, unknown> } {
+export function parseHead(
+  text: string,
+  markFields: readonly string[],
+  id?: string,
+): { status: string | null; marks: number; record?: Record<string, unknown> } {
   try {
     const value = JSON.parse(text) as unknown;
     if (!value || typeof value !== 'object' || Array.isArray(value)) return { status: null, marks: 0 };
     const record = value as Record<string, unknown>;
+    if (id !== undefined && wrongId(id, record)) return { status: null, marks: 0 };
     let marks = 0;
     markFields.forEach((field, bit) => {
       if (hasPath(record, field)) marks |= 1 << bit;
@@ -125,7 +131,7 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
         text = ''; // replaced by something that is not a file meanwhile: malformed
       }
       if (text === undefined) continue; // removed meanwhile
-      const head = parseHead(text, markFields);
+      const head = parseHead(text, markFields, id);
       if (keep && head.record && head.status !== null && keep.into.size < keep.budget && keep.wanted(head.status))
         keep.into.set(id, { text, record: head.record });
       // A status with a tab or a newline is not a state of any machine; keep the line intact.

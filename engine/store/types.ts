@@ -215,6 +215,18 @@ export interface StoreLayout {
   key: { field: string; ledgers: string[] };
 }
 
+/**
+ * Why a parsed document cannot be the proposal stored under `id`, or undefined: its own `id`
+ * field, when it has one, must name the same proposal (a file copied or renamed by hand would
+ * otherwise be judged under one id and promoted under another).
+ */
+export function wrongId(id: string, document: Record<string, unknown>): string | undefined {
+  if (!Object.hasOwn(document, 'id') || document['id'] === id) return undefined;
+  const said =
+    typeof document['id'] === 'string' ? JSON.stringify(document['id'].slice(0, 40)) : `a ${document['id'] === null ? 'null' : typeof document['id']}`;
+  return `its id field is ${said}, not the id it is stored under`;
+}
+
 /** Proposal files are pretty-printed JSON, 2-space indent, trailing newline (SPEC §4). */
 export function serializeProposal(proposal: Proposal): string {
   return `${JSON.stringify(proposal, null, 2)}\n`;

@@ -195,6 +195,23 @@ describe('file store: nothing outside the store, nothing that blocks', () => {
     expect(malformed).toEqual(['01ARZ3NDEKTSV4RRFFQ69G5FA1', '01ARZ3NDEKTSV4RRFFQ69G5FA2', '01ARZ3NDEKTSV4RRFFQ69G5FA3']);
   });
 
+  it('reports a proposal file whose id field names another proposal, and never counts, lists or queues it', async () => {
+    const store = make();
+    await seed(store);
+    const other = '01ARZ3NDEKTSV4RRFFQ69G5FA4';
+    const file = path.join(store.location, 'proposals', `${other}.json`);
+    writeFileSync(file, `${JSON.stringify({ ...pending, status: 'confirmed' }, null, 2)}\n`); // id field: ID
+    expect(await store.read(other)).toEqual({ kind: 'malformed', reason: `its id field is "${ID}", not the id it is stored under` });
+    const { counts, malformed } = await store.counts(['pending', 'confirmed']);
+    expect(counts).toEqual({ pending: 1, confirmed: 0 });
+    expect(malformed).toEqual([other]);
+    expect((await store.claim('judge', { query: { status: 'confirmed' } }, 10, 60_000)).leases).toEqual([]);
+    // A file without an id field is read as it is (the id is its name).
+    const { id: _id, ...noId } = pending;
+    writeFileSync(file, `${JSON.stringify({ ...noId, status: 'confirmed' }, null, 2)}\n`);
+    expect((await store.read(other)).kind).toBe('found');
+  });
+
   it('refuses to append through a ledger or an audit log that is a symlink, and writes nothing outside', async () => {
     const store = make();
     const outside = path.join(tempDir('pipeline-outside-'), 'victim.jsonl');
