@@ -514,6 +514,10 @@ export class FileStore implements Store {
       if (current !== change.version) return { ok: false, reason: 'changed' };
       const entries: EntryIntent[] = [];
       for (const write of change.entries ?? []) {
+        // Every directory an entry goes into or leaves is a real one (a link there is refused
+        // here, before anything is written, not halfway through the commit).
+        for (const collection of write.op === 'put' ? [write.collection] : [write.from, write.to])
+          this.dir(path.dirname(this.entryFile(collection, write.id)), true);
         if (write.op === 'put') {
           // An entry is never overwritten: one already there (a promotion finished by hand) stays.
           if (lstatSync(this.entryFile(write.collection, write.id), { throwIfNoEntry: false })) continue;
@@ -546,6 +550,7 @@ export class FileStore implements Store {
   private async apply(intent: Intent, writeDocument: () => Promise<void>): Promise<void> {
     const journal = this.journalFor();
     await journal.write(intent);
+    let applied = false;
     try {
       failpoint('journaled');
       await writeDocument();
@@ -555,8 +560,10 @@ export class FileStore implements Store {
       failpoint('ledger');
       await this.appendRows(path.join(this.location, AUDIT_FILE), intent.audit);
       failpoint('audit');
+      applied = true;
     } finally {
-      journal.done();
+      // A commit that failed halfway keeps its intent: the journal stays for a replay to finish it.
+      journal.done(applied);
     }
   }
 

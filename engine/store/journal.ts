@@ -40,6 +40,8 @@ export class Journal {
   private created = false;
   private inFlight = 0;
   private bytes = 0;
+  /** A commit failed after its intent was written: the journal must outlive this process. */
+  private unfinished = false;
 
   constructor(
     private readonly dir: string,
@@ -67,11 +69,16 @@ export class Journal {
     }
   }
 
-  /** A commit whose intent `write` made durable is applied (call it exactly once after a successful write). */
-  done(): void {
+  /**
+   * A commit whose intent `write` made durable is over (call it exactly once after a successful
+   * write): `applied` false when it failed halfway, and then this journal is never removed by
+   * this process — the next writer after it replays the intent.
+   */
+  done(applied = true): void {
     this.inFlight--;
+    if (!applied) this.unfinished = true;
     // Every intent in the file is applied and durable: the journal can start afresh.
-    if (this.inFlight === 0 && this.bytes > ROTATE_BYTES) {
+    if (this.inFlight === 0 && !this.unfinished && this.bytes > ROTATE_BYTES) {
       unlinkQuietly(this.file);
       this.bytes = 0;
       this.created = false;
@@ -80,7 +87,7 @@ export class Journal {
 
   /** At a clean exit: remove the journal when no commit is half-applied (else it is replayed). */
   closeAtExit(): void {
-    if (this.inFlight === 0) unlinkQuietly(this.file);
+    if (this.inFlight === 0 && !this.unfinished) unlinkQuietly(this.file);
   }
 }
 

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FileStore } from '../../engine/store/file-store.js';
+import { Journal } from '../../engine/store/journal.js';
 import type { AuditRow, Store } from '../../engine/store/types.js';
 import { ROOT, tempDir } from '../helpers.js';
 import { LAYOUT, storeContract } from './contract.js';
@@ -195,6 +196,25 @@ describe('file store: nothing outside the store, nothing that blocks', () => {
     expect(malformed).toEqual(['01ARZ3NDEKTSV4RRFFQ69G5FA1', '01ARZ3NDEKTSV4RRFFQ69G5FA2', '01ARZ3NDEKTSV4RRFFQ69G5FA3']);
   });
 
+  it('refuses a commit whose entry would go through a linked collection directory before writing anything', async () => {
+    const store = make();
+    const version = await seed(store);
+    const outside = tempDir('pipeline-outside-');
+    symlinkSync(outside, path.join(store.location, 'approved'));
+    const change = {
+      id: ID,
+      version,
+      next: { ...pending, status: 'approved', promoted_at: '2026-11-02T00:00:00Z' },
+      audit: [{ ...created, event: 'approve', from: 'pending', to: 'approved' }],
+      entries: [{ op: 'put' as const, collection: 'approved', id: ID, entry: { id: ID } }],
+    };
+    await expect(store.commit(change)).rejects.toThrow(/approved is a symbolic link where a directory belongs/);
+    const read = await store.read(ID);
+    expect(read.kind === 'found' && read.stored.version).toBe(version);
+    expect(await all(store.audit({ id: ID }))).toEqual([created]);
+    expect(readdirSync(outside)).toEqual([]);
+  });
+
   it('reports a proposal file whose id field names another proposal, and never counts, lists or queues it', async () => {
     const store = make();
     await seed(store);
@@ -309,5 +329,27 @@ describe('file store: a commit lands whole, whatever point a crash hits', () => 
     expect(await next.recover()).toBe(0);
     expect(JSON.parse(readFileSync(file, 'utf8')).note).toBe('edited by hand');
     expect((await all(next.audit({ id: ID }))).map((row) => row.event)).toEqual(['create']);
+  });
+});
+
+describe('file store: the commit journal', () => {
+  const intent = { kind: 'commit' as const, id: ID, prev: 'x', next: '{}\n', audit: [created], ledger: [], entries: [], offsets: {} };
+
+  it('is removed at a clean exit once every commit in it was applied', async () => {
+    const journal = new Journal(tempDir('pipeline-journal-'), 'owner');
+    await journal.write(intent);
+    journal.done();
+    journal.closeAtExit();
+    expect(existsSync(journal.file)).toBe(false);
+  });
+
+  it('outlives the process when a commit failed halfway, so the next writer replays it', async () => {
+    const journal = new Journal(tempDir('pipeline-journal-'), 'owner');
+    await journal.write(intent);
+    journal.done(false);
+    await journal.write({ ...intent, prev: 'y' });
+    journal.done();
+    journal.closeAtExit();
+    expect(readFileSync(journal.file, 'utf8').trim().split('\n')).toHaveLength(2);
   });
 });
