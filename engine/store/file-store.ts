@@ -331,6 +331,8 @@ export class FileStore implements Store {
     if ((await this.read(owner.id)).kind !== 'missing') return owner.id;
     // The marker's proposal was never written: its creator died before, or is writing it now.
     if (isAlive(owner)) return owner.id;
+    // Or it died with the creation journaled but not applied: finish that before deciding.
+    if ((await this.replayDead()) > 0 && (await this.read(owner.id)).kind !== 'missing') return owner.id;
     try {
       unlinkSync(marker);
     } catch {

@@ -332,6 +332,30 @@ describe('file store: a commit lands whole, whatever point a crash hits', () => 
   });
 });
 
+describe('file store: a creation killed after its intent was journaled', () => {
+  it('is finished before its source key is looked up: the key is taken, never proposed twice', async () => {
+    const dir = tempDir('pipeline-store-');
+    const script = `import { FileStore } from ${JSON.stringify(path.join(ROOT, 'dist', 'engine', 'store', 'file-store.js'))};
+      const store = new FileStore({ dir: ${JSON.stringify(dir)}, ledgers: {} });
+      await store.create({ proposal: ${JSON.stringify(pending)}, key: 'a', audit: ${JSON.stringify(created)} });`;
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      env: { ...process.env, PIPELINE_FAILPOINT: 'journaled' },
+      encoding: 'utf8',
+    });
+    expect(result.signal, result.stderr).toBe('SIGKILL');
+    const next = make(dir);
+    expect(await next.keyHandled('a')).toEqual({ by: 'proposal', id: ID });
+    expect((await next.read(ID)).kind).toBe('found');
+    const again = await next.create({
+      proposal: { ...pending, id: '01ARZ3NDEKTSV4RRFFQ69G5FA9' },
+      key: 'a',
+      audit: { ...created, id: '01ARZ3NDEKTSV4RRFFQ69G5FA9' },
+    });
+    expect(again).toEqual({ ok: false, reason: 'key_exists', existing: ID });
+    expect(await all(next.audit())).toHaveLength(1);
+  });
+});
+
 describe('file store: the commit journal', () => {
   const intent = { kind: 'commit' as const, id: ID, prev: 'x', next: '{}\n', audit: [created], ledger: [], entries: [], offsets: {} };
 
