@@ -247,6 +247,8 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
   if ('items' in selection.units) for (const item of selection.units.items) byKey.set(selection.units.keyOf(item), item);
   try {
     await pass(queue);
+    // A run that died while this one ran may have left a commit half-applied: finish it now.
+    await engine.store.recover();
     // Work another run held is retried at the end (that run may have finished it, or died);
     // what is still held after a short grace is reported, never silently skipped.
     const deadline = Date.now() + (options.heldGraceMs ?? 2000);

@@ -789,15 +789,28 @@ export class FileStore implements Store {
     try {
       for (const name of dead()) {
         const file = path.join(dir, name);
-        for (const intent of readIntents(file)) {
+        // What cannot be finished (a link planted where the journal or an entry's directory
+        // was, a ledger the configuration no longer has) is left in place, journal and all,
+        // for the proposals it names: it never stops the rest of the store.
+        let left = false;
+        let intents: Intent[];
+        try {
+          intents = readIntents(file);
+        } catch {
+          continue;
+        }
+        for (const intent of intents) {
           if (!isUlid(intent.id)) continue;
           const held = await this.lockProposal(intent.id, true);
           try {
             if (await this.replay(intent)) finished++;
+          } catch {
+            left = true;
           } finally {
             await held.release();
           }
         }
+        if (left) continue;
         try {
           unlinkSync(file);
         } catch (error) {
@@ -830,10 +843,11 @@ export class FileStore implements Store {
       } catch {
         return false; // something that is not a file is there now: nothing true to finish
       }
-      const unusable = current === undefined || parseStored(intent.id, current).kind !== 'found';
       if (current !== intent.next) {
         const atStart = intent.kind === 'create' ? current === undefined : current !== undefined && sha256(current) === intent.prev;
-        if (!atStart && !unusable) return false; // changed by hand since: leave it, invent nothing
+        // Changed by hand since — or made unreadable by hand (the store's own writes are whole):
+        // leave it, never overwrite it, invent nothing.
+        if (!atStart) return false;
         this.dir(this.proposalsDir, true);
         install(await writeTemp(file, intent.next), file);
         await fsyncDir(this.proposalsDir);
@@ -919,7 +933,8 @@ export class FileStore implements Store {
     const out: string[] = [];
     const check = (key: string) => {
       const file = this.claimFile(stage, key);
-      if (names.has(path.basename(file)) && this.owners.holder(file) === 'live') out.push(key);
+      // A live holder's, and a dead one's: its work is taken over when the caller retries it.
+      if (names.has(path.basename(file)) && ['live', 'stale'].includes(this.owners.holder(file))) out.push(key);
     };
     if ('keys' in queue) queue.keys.forEach(check);
     else for await (const entry of this.index(queue.query)) if (entry.status !== null) check(entry.id);

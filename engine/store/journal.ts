@@ -113,9 +113,30 @@ export function readIntents(file: string): Intent[] {
   const text = readRegular(file);
   if (text === undefined) return [];
   const last = new Map<string, Intent>();
-  for (const row of parseJsonLines(text)) {
-    const intent = row as unknown as Intent;
-    if (typeof intent.id === 'string' && typeof intent.next === 'string' && Array.isArray(intent.audit)) last.set(intent.id, intent);
-  }
+  for (const row of parseJsonLines(text)) if (isIntent(row)) last.set(row.id, row);
   return [...last.values()];
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+/** A collection name (as the store checks it) or a ledger name (as the configuration does). */
+const isName = (value: unknown): value is string => typeof value === 'string' && /^[a-z][a-z0-9_-]{0,63}$/.test(value);
+const isLedger = (value: unknown): value is string => typeof value === 'string' && /^[a-z][a-z0-9_-]*$/.test(value);
+
+/**
+ * Is a journal line an intent this version wrote? The journal is a file in the store like any
+ * other: a line that is not exactly an intent (torn, edited, planted) is skipped, never acted on.
+ */
+function isIntent(value: unknown): value is Intent {
+  if (!isRecord(value)) return false;
+  const { kind, id, prev, next, audit, ledger, entries, offsets } = value;
+  if ((kind !== 'commit' && kind !== 'create') || typeof id !== 'string' || typeof next !== 'string') return false;
+  if (kind === 'commit' ? typeof prev !== 'string' : prev !== undefined) return false;
+  if (!Array.isArray(audit) || audit.length === 0 || !audit.every(isRecord)) return false;
+  if (!Array.isArray(ledger) || !ledger.every((write) => isRecord(write) && isLedger(write['ledger']) && isRecord(write['row']))) return false;
+  const entry = (write: unknown) =>
+    isRecord(write) &&
+    typeof write['id'] === 'string' &&
+    (write['op'] === 'put' ? isName(write['collection']) && typeof write['text'] === 'string' : write['op'] === 'move' && isName(write['from']) && isName(write['to']));
+  if (!Array.isArray(entries) || !entries.every(entry)) return false;
+  return isRecord(offsets) && Object.values(offsets).every((offset) => Number.isSafeInteger(offset) && (offset as number) >= 0);
 }

@@ -15,9 +15,10 @@
  * a killed run's proposals locked for the stale period; checking the owner's pid frees them at
  * once.
  */
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 import { writeAll } from '../util/atomic-write.js';
+import { readRegular } from './files.js';
 import { isAlive, newIdentity, SELF, type ProcessIdentity } from './process-identity.js';
 
 /** Default lease of an owner on another host (SPEC §11 `claim_ttl`, 5 min). */
@@ -44,15 +45,18 @@ function unlinkQuietly(file: string): void {
   }
 }
 
-/** The identity in an owner file: undefined when the file is gone, null when it is not an identity. */
+/**
+ * The identity in an owner file: undefined when the file is gone, null when it is not an identity
+ * (a FIFO, link or directory planted there is read without blocking or following, and is none).
+ */
 function readOwner(file: string): Partial<ProcessIdentity> | null | undefined {
-  let text: string;
+  let text: string | undefined;
   try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    text = readRegular(file);
+  } catch {
     return null;
   }
+  if (text === undefined) return undefined;
   try {
     const parsed = JSON.parse(text) as Partial<ProcessIdentity>;
     return parsed && typeof parsed.pid === 'number' ? parsed : null;

@@ -862,7 +862,7 @@ export class PostgresStore implements Store {
     if (!(await this.exists())) return [];
     if ('keys' in queue) {
       const { rows } = await this.query<{ key: string }>(
-        `SELECT key FROM ${this.t('leases')} WHERE stage = $1 AND key = ANY($2) AND owner <> $3 AND expires_at > now() ORDER BY key`,
+        `SELECT key FROM ${this.t('leases')} WHERE stage = $1 AND key = ANY($2) AND owner <> $3 ORDER BY key`,
         [stage, queue.keys, this.owner],
       );
       return rows.map((row) => row.key);
@@ -873,7 +873,7 @@ export class PostgresStore implements Store {
       .join(' ');
     const { rows } = await this.query<{ key: string }>(
       `SELECT l.key FROM ${this.t('leases')} l JOIN ${this.t('proposals')} p ON p.id = l.key
-        WHERE l.stage = $1 AND l.owner <> $2 AND l.expires_at > now() ${where} ORDER BY l.key`,
+        WHERE l.stage = $1 AND l.owner <> $2 ${where} ORDER BY l.key`,
       values,
     );
     return rows.map((row) => row.key);

@@ -186,7 +186,11 @@ export interface Store {
   /** Renew leases; returns those still held (a lost one must not be committed). */
   renew(leases: readonly Lease[], ttlMs: number): Promise<Lease[]>;
   release(leases: readonly Lease[]): Promise<void>;
-  /** Units of the queue that someone else holds right now. */
+  /**
+   * Units of the queue that someone else has leased: a live holder's, and one whose holder died
+   * or let its lease lapse — a claim takes those over, so a caller that retries what this lists
+   * finishes a dead run's work instead of leaving it behind.
+   */
   held(stage: string, queue: Queue): Promise<string[]>;
 
   /**

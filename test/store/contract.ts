@@ -447,7 +447,10 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         const { leases } = await store.claim('judge', { keys: [A, B] }, 10, 60_000);
         expect(await store.renew(leases, 60_000)).toEqual(leases);
         await hooks.expire(store, leases[0]!);
+        // A dead holder's unit is still listed as held, so that a run retries it — and takes it over.
+        expect(await other.held('judge', { keys: [A, B] })).toEqual([A, B]);
         expect((await other.claim('judge', { keys: [A, B] }, 10, 60_000)).leases.map((lease) => lease.key)).toEqual([A]);
+        expect(await other.held('judge', { keys: [A, B] })).toEqual([B]);
         expect((await store.renew(leases, 60_000)).map((lease) => lease.key)).toEqual([B]);
       });
     });

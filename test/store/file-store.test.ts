@@ -1,5 +1,6 @@
 /** The file store: the shared contract, plus what only a file store can get wrong. */
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -215,6 +216,26 @@ describe('file store: nothing outside the store, nothing that blocks', () => {
     expect(readdirSync(outside)).toEqual([]);
   });
 
+  it('never blocks on a FIFO planted as a lock, a claim or an owner file: it is taken over like a dead holder’s', { timeout: 10_000 }, async () => {
+    const store = make();
+    const version = await seed(store);
+    for (const dir of ['.locks', '.claims/judge', '.owners']) mkdirSync(path.join(store.location, dir), { recursive: true });
+    spawnSync('mkfifo', [path.join(store.location, '.locks', `${ID}.lock`)]);
+    spawnSync('mkfifo', [path.join(store.location, '.claims', 'judge', ID)]);
+    spawnSync('mkfifo', [path.join(store.location, '.owners', 'host.1.x')]);
+    const next = make(store.location);
+    const { leases } = await next.claim('judge', { keys: [ID] }, 1, 60_000);
+    expect(leases.map((lease) => lease.key)).toEqual([ID]);
+    const result = await next.commit({
+      id: ID,
+      version,
+      next: { ...pending, status: 'confirmed' },
+      audit: [{ ...created, event: 'confirm', from: 'pending', to: 'confirmed' }],
+      lease: leases[0]!,
+    });
+    expect(result.ok).toBe(true);
+  });
+
   it('reports a proposal file whose id field names another proposal, and never counts, lists or queues it', async () => {
     const store = make();
     await seed(store);
@@ -317,6 +338,58 @@ describe('file store: a commit lands whole, whatever point a crash hits', () => 
     expect(await next.recover()).toBe(0);
     expect((await all(next.audit({ id: ID }))).map((row) => row.repaired ?? false)).toEqual([false, false]);
     expect(await all(next.ledger('passed'))).toHaveLength(1);
+  });
+
+  it('never overwrites a proposal file made unreadable by hand since the crash, and invents nothing for it', async () => {
+    const store = make();
+    const version = await seed(store);
+    crashAt(store.location, 'journaled', version, ledger);
+    const file = path.join(store.location, 'proposals', `${ID}.json`);
+    writeFileSync(file, '{"id": "trunc');
+    const next = make(store.location);
+    expect(await next.recover()).toBe(0);
+    expect(readFileSync(file, 'utf8')).toBe('{"id": "trunc');
+    expect((await all(next.audit({ id: ID }))).map((row) => row.event)).toEqual(['create']);
+    expect(await all(next.ledger('passed'))).toEqual([]);
+  });
+
+  it('skips journal lines that are not intents, and journals that are not files, without stopping any write', async () => {
+    const store = make();
+    const version = await seed(store);
+    const journal = path.join(store.location, '.journal');
+    mkdirSync(journal, { recursive: true });
+    // Each line would otherwise be replayed: it starts from the proposal as it is now.
+    const intent = {
+      kind: 'commit',
+      id: ID,
+      prev: createHash('sha256').update(version).digest('hex'),
+      next: '{}\n',
+      audit: [created],
+      ledger: [],
+      entries: [],
+      offsets: {},
+    };
+    const planted = [
+      { ...intent, offsets: undefined },
+      { ...intent, ledger: [{ ledger: 'nope', row: {} }] },
+      { ...intent, entries: [{ op: 'put', collection: '../x', id: ID, text: '{}' }] },
+      { ...intent, audit: [] },
+    ];
+    planted.forEach((line, i) => writeFileSync(path.join(journal, `host.${i + 1}.a.jsonl`), `${JSON.stringify(line)}\nnot json {\n`));
+    mkdirSync(path.join(journal, 'host.8.b.jsonl'));
+    const outside = path.join(tempDir('pipeline-outside-'), 'journal.jsonl');
+    writeFileSync(outside, `${JSON.stringify(intent)}\n`);
+    symlinkSync(outside, path.join(journal, 'host.9.c.jsonl'));
+    const next = make(store.location);
+    const result = await next.commit({
+      id: ID,
+      version,
+      next: { ...pending, status: 'confirmed' },
+      audit: [{ ...created, event: 'confirm', from: 'pending', to: 'confirmed' }],
+    });
+    expect(result.ok).toBe(true);
+    expect((await all(next.audit({ id: ID }))).map((row) => row.event)).toEqual(['create', 'confirm']);
+    expect(readFileSync(outside, 'utf8')).toBe(`${JSON.stringify(intent)}\n`);
   });
 
   it('replays at the start of a run what a killed process left, and invents nothing for a file changed by hand since', async () => {

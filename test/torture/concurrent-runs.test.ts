@@ -74,3 +74,45 @@ describe('concurrent judge runs on one store', () => {
     expectEachJudgedOnce(await concurrentRuns(4, 250));
   }, 60_000);
 });
+
+describe('a run that dies while another runs', () => {
+  it('leaves nothing behind: the survivor finishes its half-applied commits and takes over what it held, exit 0', async () => {
+    const count = 400;
+    const t = await confirmedStore(count);
+    const env = storeEnv(t.storeDir);
+    const a = start(['run', 'judge', '--yes', '--json', '--concurrency', '4'], env);
+    // Kill the first run mid-way, once the second is running beside it.
+    for (let waited = 0; verdictRows(readRows(path.join(t.storeDir, 'events.jsonl')).rows).length < 40 && waited < 20_000; waited += 20) await sleep(20);
+    const b = start(['run', 'judge', '--yes', '--json', '--concurrency', '4'], env);
+    await sleep(500);
+    a.child.kill('SIGKILL');
+    await a.done;
+    const survivor = await b.done;
+    expect(survivor.stderr).not.toMatch(/internal error|\n\s+at /);
+    expect(survivor.code, survivor.stderr).toBe(0);
+    const proposals = readProposals(t.storeDir);
+    const audit = auditById(t.storeDir);
+    for (const id of t.ids) {
+      const status = proposals.get(id)!['status'] as string;
+      expect(['approved', 'rejected'], id).toContain(status);
+      const rows = audit.get(id) ?? [];
+      expect(
+        verdictRows(rows).map((row) => row['to']),
+        id,
+      ).toEqual([status]);
+      expect(
+        rows.filter((row) => row['event'] === 'promote'),
+        id,
+      ).toHaveLength(1);
+    }
+    const approved = t.ids.filter((id) => proposals.get(id)!['status'] === 'approved');
+    // (The killed run's temp files may still be there: a later run sweeps them.)
+    expect(
+      readdirSync(path.join(t.storeDir, 'approved'))
+        .filter((name) => /^[0-9A-Z]{26}\.json$/.test(name))
+        .map((name) => name.slice(0, 26))
+        .sort(),
+    ).toEqual(approved.sort());
+    expect(readRows(path.join(t.storeDir, 'declined.jsonl')).rows).toHaveLength(count - approved.length);
+  }, 90_000);
+});
