@@ -56,9 +56,14 @@ function optionToken(token: string): { name: string; inlineValue: boolean } | un
 
 const NEGATIVE_NUMBER = /^-[0-9]/;
 
-/** Refuse unknown options and options missing their value, by name, before parseArgs sees them. */
+/**
+ * Refuse unknown options, options missing their value, and a single-valued option given twice
+ * (`--visibility org --visibility public` must not quietly mean public), by name, before parseArgs
+ * sees them.
+ */
 function refuseUnknownOptions(tokens: readonly string[], specs: OptionSpecs): void {
   const shorts = new Map(Object.entries(specs).flatMap(([name, spec]) => (spec.short ? [[spec.short, name] as const] : [])));
+  const given = new Map<string, string>();
   for (let i = 0; i < tokens.length; i++) {
     const token = tokens[i]!;
     if (token === '--') return;
@@ -66,6 +71,7 @@ function refuseUnknownOptions(tokens: readonly string[], specs: OptionSpecs): vo
     if (option) {
       const spec = Object.hasOwn(specs, option.name) ? specs[option.name] : undefined;
       if (!spec) throw new UsageError(`unknown option: --${option.name}`, didYouMean(option.name, Object.keys(specs))?.replace(/"(.*)"/, '"--$1"'));
+      let value = option.inlineValue ? token.slice(token.indexOf('=') + 1) : undefined;
       if (spec.type === 'string' && !option.inlineValue) {
         const next = tokens[i + 1];
         // A negative number is a value (and refused as such by the option's own check), never a flag.
@@ -74,7 +80,13 @@ function refuseUnknownOptions(tokens: readonly string[], specs: OptionSpecs): vo
             throw new UsageError(`unknown option: --${optionToken(next)!.name}`);
           throw new UsageError(`--${option.name} needs a value`);
         }
+        value = next;
         i++;
+      }
+      if (spec.type === 'string' && !spec.multiple && value !== undefined) {
+        const first = given.get(option.name);
+        if (first !== undefined) throw new UsageError(`--${option.name} is given twice ("${first}", then "${value}"); it takes one value`);
+        given.set(option.name, value);
       }
       if (spec.type === 'boolean' && option.inlineValue) throw new UsageError(`--${option.name} takes no value`);
       continue;
@@ -118,6 +130,25 @@ export function parseCommandArgs(tokens: readonly string[], specs: OptionSpecs):
   } catch (error) {
     throw new UsageError((error as Error).message.split('\n')[0]!.replace(/^Option '(--\S+).*argument missing/, '$1 needs a value'));
   }
+}
+
+/** The usage line of the command line as a whole (SPEC §7). */
+export const TOP_USAGE = 'usage: pipeline [--dir DIR] [--store DIR] [--json] <command> [options]   (`pipeline help` lists the commands)';
+
+/**
+ * Why a command line with options but no command cannot run: an unknown option, a global option
+ * missing its value (`pipeline --store`), or simply no command.
+ */
+export function noCommandError(rest: readonly string[]): UsageError {
+  const unknown = rest.find((token) => token.startsWith('-') && !Object.hasOwn(GLOBAL_OPTIONS, token.replace(/^--?/, '').split('=')[0]!));
+  if (unknown) return new UsageError(`unknown option: ${unknown.split('=')[0]}`, TOP_USAGE);
+  try {
+    refuseUnknownOptions(rest, GLOBAL_OPTIONS);
+  } catch (error) {
+    if (error instanceof UsageError) return new UsageError(error.message, TOP_USAGE);
+    throw error;
+  }
+  return new UsageError('no command given', TOP_USAGE);
 }
 
 /** Split off the command name: the first token that is not a global option (or its value). */

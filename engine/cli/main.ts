@@ -4,7 +4,7 @@
  * judged, 130 interrupted.
  */
 import { EXIT, isPipelineError } from '../errors.js';
-import { parseCommandArgs, splitCommand, UsageError, GLOBAL_OPTIONS } from './args.js';
+import { noCommandError, parseCommandArgs, splitCommand, UsageError } from './args.js';
 import type { CommandSpec } from './command-spec.js';
 import { BUILT_INS } from './commands.js';
 import { Context, type Injected } from './context.js';
@@ -30,11 +30,7 @@ async function dispatch(argv: string[], io: Io, injected: Injected): Promise<num
         return EXIT.ok;
       }
       const words = command === 'help' ? wordsOf(rest) : [];
-      if (command === undefined && !rest.some((token) => token === '--help' || token === '-h') && rest.length > 0) {
-        const unknown = rest.find((token) => token.startsWith('-') && !Object.hasOwn(GLOBAL_OPTIONS, token.replace(/^--?/, '').split('=')[0]!));
-        if (unknown) throw new UsageError(`unknown option: ${unknown.split('=')[0]}`);
-        throw new UsageError('no command given');
-      }
+      if (command === undefined && !rest.some((token) => token === '--help' || token === '-h') && rest.length > 0) throw noCommandError(rest);
       const config = await readHelpConfig(io, argv);
       if (words.length === 0 || (words.length === 1 && words[0] === 'help')) {
         early.line(renderOverview(config));

@@ -346,13 +346,11 @@ function checkJudge(context: Context, stage: JudgeStageDef, src: SourceFile | un
     const event = stage.events[outcome];
     if (!transitions.some((t) => t.from === stage.from && t.event === event && t.target !== undefined)) {
       const accepted = transitions.filter((t) => t.from === stage.from && t.target !== undefined).map((t) => t.event);
-      out.error(
-        src,
-        ['events', outcome],
-        'config.unknown_event',
-        `state "${stage.from}" has no "${event}" transition`,
-        didYouMean(event, accepted) ?? `its events: ${listWords([...new Set(accepted)], 'and')}`,
-      );
+      // An unknown state is reported above, with the states to choose from: no events to list here.
+      let hint = didYouMean(event, accepted);
+      if (hint === undefined && accepted.length) hint = `its events: ${listWords([...new Set(accepted)], 'and')}`;
+      else if (hint === undefined && states.includes(stage.from)) hint = `"${stage.from}" has no outgoing transitions`;
+      out.error(src, ['events', outcome], 'config.unknown_event', `state "${stage.from}" has no "${event}" transition`, hint);
     }
   }
   if (stage.revalidate !== undefined && !schemas.has(stage.revalidate))

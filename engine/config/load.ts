@@ -14,6 +14,7 @@ import { type ConfigInputs, configCacheDir, configInputs, inputsUnchanged, readC
 import { loadPrebuilt, prebuildSchemas } from './prebuilt.js';
 import { configValidators, engineBuildId, type ConfigValidators } from './config-schemas.js';
 import { crossCheck } from './cross-check.js';
+import { checkDurations } from './durations.js';
 import { checkUsable, keyVariablesInUse, unusedProviderTolerance } from './usable.js';
 import type { Env } from './interpolate.js';
 import { PIPELINE_FILE, readConfigTexts, type ConfigTexts } from './read.js';
@@ -206,6 +207,7 @@ export function buildPipeline(
   for (const issue of main.issues) (issue.severity === 'warning' ? warnings : issues).push(issue);
   if (main.source) sources.pipeline = main.source;
   const def = main.data;
+  if (main.source) issues.push(...checkDurations(def, main.source));
   if (!def || typeof def.machine !== 'string') return { issues: [...issues, ...warnings] };
 
   const machineFile = path.normalize(def.machine);

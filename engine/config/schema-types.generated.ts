@@ -58,6 +58,9 @@ export type Check = {
       secrets?: never;
     }
 );
+/**
+ * A number of seconds or a string like 500ms, 30s or 2m; at least 1ms and at most 24 hours (1440m), the longest a timer can wait being 2^31-1 ms.
+ */
 export type Duration = number | string;
 /**
  * Written as not/not so that a wrong value, which may carry credentials, is never quoted in an error.

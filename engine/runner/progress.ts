@@ -10,13 +10,25 @@ export interface Progress {
 
 export const silentProgress: Progress = { tick() {}, done() {} };
 
-export function terminalProgress(stream: { write(text: string): unknown }, stage: string, total: number, columns = 80): Progress {
+/** The width of a terminal that reports none, 0 (a pseudo-terminal with no size set) or nonsense. */
+export const DEFAULT_COLUMNS = 80;
+const MAX_COLUMNS = 10_000;
+
+/** `columns` as the terminal reported it, when it is a usable width; else DEFAULT_COLUMNS. */
+export function usableColumns(columns: number | undefined): number {
+  return columns !== undefined && Number.isInteger(columns) && columns >= 1 && columns <= MAX_COLUMNS ? columns : DEFAULT_COLUMNS;
+}
+
+export function terminalProgress(stream: { write(text: string): unknown }, stage: string, total: number, reported?: number): Progress {
+  const columns = usableColumns(reported);
   let current = 0;
   let last = 0;
   const draw = (label: string) => {
     const width = Math.max(10, Math.min(40, columns - 40));
     const filled = total === 0 ? width : Math.round((current / total) * width);
-    stream.write(`\r${stage} [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${current}/${total} ${label}`.slice(0, columns - 1).padEnd(columns - 1));
+    const line = `${stage} [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${current}/${total} ${label}`;
+    // One column short of the width, so the cursor never wraps to a new line.
+    stream.write(`\r${line.slice(0, columns - 1).padEnd(columns - 1)}`);
   };
   return {
     tick(label = '') {

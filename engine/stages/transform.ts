@@ -16,6 +16,7 @@ import type { Usage } from '../jury/verdict.js';
 import { callProvider, type Called } from '../providers/call.js';
 import type { ProviderSource } from '../providers/index.js';
 import { getPath, isObject, setPath } from '../util/json-path.js';
+import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../util/nesting.js';
 
 export interface SourceRecord {
   file: string;
@@ -94,8 +95,9 @@ function jsonProblem(text: string, error: unknown): string {
 
 /**
  * Read the source directory: records sorted by the declared fields, then key; every entry that is
- * not a record — not a regular file, over the record cap, not a JSON object, missing its key or a
- * required field — is reported in one line naming it (never quoting its content) and skipped.
+ * not a record — not a regular file, over the record cap, not a JSON object, nested too deep,
+ * missing its key or a required field — is reported in one line naming it (never quoting its
+ * content) and skipped.
  * `unreadable` says why the directory itself cannot be read (a run then refuses: exit 1).
  */
 export function readSources(dir: string, stage: TransformStageDef): { records: SourceRecord[]; problems: string[]; unreadable?: string } {
@@ -135,6 +137,11 @@ export function readSources(dir: string, stage: TransformStageDef): { records: S
       problems.push(`${name}: not a JSON object — skipped`);
       continue;
     }
+    // Everything after this (the cap scan, the prompt, the provider input, the cache key) walks the record.
+    if (nestsDeeperThan(record, MAX_PRINT_DEPTH)) {
+      problems.push(`${name}: nests more than ${MAX_PRINT_DEPTH} levels deep — skipped`);
+      continue;
+    }
     const key = getPath(record, stage.source.key);
     if (typeof key !== 'string' || key.trim() === '') {
       problems.push(`${name}: has no ${stage.source.key} — skipped`);
@@ -157,18 +164,42 @@ export function readSources(dir: string, stage: TransformStageDef): { records: S
   return { records, problems };
 }
 
-/** The first text field (dotted path, in document order) over `maxBytes` UTF-8 bytes, with its size. */
-export function oversizeField(value: unknown, maxBytes: number, at = ''): { path: string; bytes: number } | undefined {
-  if (typeof value === 'string') {
-    // Cheap bounds first: a UTF-16 unit is 1–3 UTF-8 bytes.
-    if (value.length * 3 <= maxBytes) return undefined;
-    const bytes = Buffer.byteLength(value, 'utf8');
-    return bytes > maxBytes ? { path: at || '(the value)', bytes } : undefined;
+/**
+ * The first text field (dotted path, in document order) over `maxBytes` UTF-8 bytes, with its size.
+ * Iterative, and a path is spelled out only for the field found: a value from outside may nest far
+ * deeper than the call stack goes.
+ */
+export function oversizeField(value: unknown, maxBytes: number): { path: string; bytes: number } | undefined {
+  interface Node {
+    value: unknown;
+    key: string;
+    parent: Node | undefined;
   }
-  const entries: [string, unknown][] = Array.isArray(value) ? value.map((item, index) => [String(index), item]) : isObject(value) ? Object.entries(value) : [];
-  for (const [key, child] of entries) {
-    const found = oversizeField(child, maxBytes, at ? `${at}.${key}` : key);
-    if (found) return found;
+  const pathOf = (node: Node): string => {
+    const keys: string[] = [];
+    for (let at: Node | undefined = node; at?.parent; at = at.parent) keys.push(at.key);
+    return keys.reverse().join('.') || '(the value)';
+  };
+  const pending: Node[] = [{ value, key: '', parent: undefined }];
+  for (let node = pending.pop(); node; node = pending.pop()) {
+    const current = node.value;
+    if (typeof current === 'string') {
+      // Cheap bounds first: a UTF-16 unit is 1–3 UTF-8 bytes.
+      if (current.length * 3 <= maxBytes) continue;
+      const bytes = Buffer.byteLength(current, 'utf8');
+      if (bytes > maxBytes) return { path: pathOf(node), bytes };
+      continue;
+    }
+    const entries: [string, unknown][] = Array.isArray(current)
+      ? current.map((item, index) => [String(index), item])
+      : isObject(current)
+        ? Object.entries(current)
+        : [];
+    // Pushed last first, so the first entry is looked at first.
+    for (let index = entries.length - 1; index >= 0; index--) {
+      const [key, child] = entries[index]!;
+      pending.push({ value: child, key, parent: node });
+    }
   }
   return undefined;
 }
@@ -257,6 +288,8 @@ async function judgeAnswer(
     const { value } = evaluate(expr, { root: record, now });
     if (value !== undefined) setPath(candidate, field, value);
   }
+  if (nestsDeeperThan(candidate, MAX_PRINT_DEPTH))
+    return decline(engine, stage, key, stage.declines.schema_invalid, `the candidate nests more than ${MAX_PRINT_DEPTH} levels deep`);
   const over = oversizeField(candidate, maxFieldBytes(stage));
   if (over) return decline(engine, stage, key, stage.declines.schema_invalid, capDetail('candidate', over, maxFieldBytes(stage)));
   const schema = engine.pipeline.def.proposal.schema;

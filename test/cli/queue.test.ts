@@ -148,6 +148,43 @@ describe('command-line conventions', () => {
     expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringMatching(/unknown command: stauts[\s\S]*did you mean "status"/)]);
   });
 
+  it('says which global option lacks its value, and prints the usage line when no command is given', async () => {
+    const { env } = cliStore();
+    const usage = 'usage: pipeline [--dir DIR] [--store DIR] [--json] <command> [options]   (`pipeline help` lists the commands)\n';
+    const noStore = await cliIn(['--store'], { env });
+    expect([noStore.code, noStore.stderr]).toEqual([1, `error: --store needs a value\n${usage}`]);
+    const noCommand = await cliIn(['--dir', ROOT], { env });
+    expect([noCommand.code, noCommand.stderr]).toEqual([1, `error: no command given\n${usage}`]);
+    const unknown = await cliIn(['--bogus'], { env });
+    expect([unknown.code, unknown.stderr]).toEqual([1, `error: unknown option: --bogus\n${usage}`]);
+  });
+
+  it('refuses a single-valued option given twice, writing nothing; a repeatable one may repeat', async () => {
+    const { store, env } = cliStore();
+    const id = (await cliIn(['propose', input(tempDir())], { env })).stdout.trim();
+    const twice = await cliIn(['confirm', id, '--visibility', 'org', '--visibility=public'], { env });
+    expect([twice.code, twice.stdout]).toEqual([1, '']);
+    expect(twice.stderr).toBe(
+      'error: --visibility is given twice ("org", then "public"); it takes one value\nusage: pipeline confirm <id> --visibility private|org|public [--version-independent TEXT]\n',
+    );
+    expect(proposalFile(store, id).status).toBe('pending');
+    const state = await cliIn(['list', '--state', 'pending', '--state', 'confirmed'], { env });
+    expect([state.code, state.stdout, state.stderr]).toEqual([1, '', expect.stringMatching(/^error: --state is given twice \("pending", then "confirmed"\)/)]);
+    const global = await cliIn(['--store', store, 'status', '--store', tempDir()], { env });
+    expect([global.code, global.stderr]).toEqual([1, expect.stringMatching(/^error: --store is given twice/)]);
+    const where = await cliIn(['list', '--where', 'status=pending', '--where', 'artifact_id=nothing'], { env });
+    expect([where.code, where.stdout]).toEqual([0, '']);
+  });
+
+  it('refuses viz --out with an empty file name', async () => {
+    const { env } = cliStore();
+    const viz = await cliIn(['viz', '--out', ''], { env });
+    expect([viz.code, viz.stdout]).toEqual([1, '']);
+    expect(viz.stderr).toBe(
+      'error: --out needs a file name, got an empty one\nusage: pipeline viz [--format html|svg|dot|mermaid|json] [--out FILE] [--serve [--port N]]\n',
+    );
+  });
+
   it('accepts global options before or after the command', async () => {
     const { store, env } = cliStore();
     const other = path.join(tempDir(), 'other-store');

@@ -4,11 +4,13 @@
  * runs, externally produced verdicts, model providers as real processes, Ctrl-C, init, and
  * `pipeline run` over every automatic stage.
  */
-import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
-import { copyPipeline, proposalInput, ROOT, tempDir, testEngine } from '../helpers.js';
+import { MAX_INPUT_BYTES } from '../../engine/cli/read-input.js';
+import { BIN, copyPipeline, proposalInput, ROOT, tempDir, testEngine } from '../helpers.js';
 import { cli, cliIn, cliSpawn, cliStore, events, proposalFile } from './cli.js';
 
 /**
@@ -174,12 +176,49 @@ describe('judge <id> --verdicts', () => {
     const again = await cliIn(['judge', a!, '--verdicts', file], { env });
     expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(new RegExp(`${a} is approved`))]);
     const unreadable = await cliIn(['judge', c!, '--verdicts', path.join(tempDir(), 'missing.json')], { env });
-    expect([unreadable.code, unreadable.stderr]).toEqual([1, expect.stringMatching(/cannot read the verdicts/)]);
+    expect([unreadable.code, unreadable.stderr]).toEqual([1, expect.stringMatching(/cannot read --verdicts input from .*missing\.json: no such file/)]);
     for (const bad of ['not json', '{"judge_type": "standard"}', '["standard", "adversarial"]', '[]']) {
       const unjudged = await cliIn(['judge', c!, '--verdicts', '-'], { env, input: bad });
       expect([unjudged.code, unjudged.stderr]).toEqual([2, expect.stringMatching(/could not be judged/)]);
       expect(proposalFile(store, c!).status).toBe('confirmed');
     }
+  });
+});
+
+describe('input from outside is bounded in size (SPEC §12)', () => {
+  const cap = `${MAX_INPUT_BYTES / (1024 * 1024)} MiB`;
+
+  it('refuses --verdicts input over the cap from a file, an endless device or an endless stdin, and stops reading there', async () => {
+    const { store, env } = cliStore();
+    const [id] = await confirmed(env, ['org']);
+    const file = path.join(tempDir(), 'verdicts.json');
+    writeFileSync(file, `[]${' '.repeat(MAX_INPUT_BYTES)}`);
+    const big = await cliIn(['judge', id!, '--verdicts', file], { env });
+    expect([big.code, big.stderr]).toEqual([1, `refused: --verdicts input is larger than ${cap} (${file}); stopped reading there\n`]);
+    const device = await cliIn(['judge', id!, '--verdicts', '/dev/zero'], { env });
+    expect([device.code, device.stderr]).toEqual([1, `refused: --verdicts input is larger than ${cap} (/dev/zero); stopped reading there\n`]);
+    // The real binary with /dev/zero on stdin: it ends by itself, not by running out of memory.
+    const zero = openSync('/dev/zero', 'r');
+    const child = spawn(process.execPath, [BIN, 'judge', id!, '--verdicts', '-'], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: [zero, 'pipe', 'pipe'],
+    });
+    closeSync(zero);
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect([code, stderr]).toEqual([1, `refused: --verdicts input is larger than ${cap} (stdin); stopped reading there\n`]);
+    expect(proposalFile(store, id!).status).toBe('confirmed');
+  });
+
+  it('refuses a proposal over the cap on stdin, and takes one of exactly the cap', async () => {
+    const { env } = cliStore();
+    const text = JSON.stringify(proposalInput());
+    const over = await cliIn(['propose', '-'], { env, input: text.padEnd(MAX_INPUT_BYTES + 1) });
+    expect([over.code, over.stdout, over.stderr]).toEqual([1, '', `refused: the proposal is larger than ${cap} (stdin); stopped reading there\n`]);
+    const exact = await cliIn(['propose', '-'], { env, input: text.padEnd(MAX_INPUT_BYTES) });
+    expect([exact.code, exact.stdout]).toEqual([0, expect.stringMatching(/^[0-9A-Z]{26}\n$/)]);
   });
 });
 

@@ -226,6 +226,21 @@ describe('cross-file rules', () => {
     expect(text.join('\n')).toMatch(message);
   });
 
+  it('gives no empty list of events for a judge stage from an unknown state, and says when a known state has none', async () => {
+    const line = lineOf('stages/judge.yaml', 'from: confirmed');
+    const events = lineOf('stages/judge.yaml', 'events: { pass');
+    const unknown = await withEdit({ 'stages/judge.yaml': (yaml) => yaml.replace('from: confirmed', 'from: nowhere') });
+    expect(unknown.text).toEqual([
+      `stages/judge.yaml:${line}:7: unknown state "nowhere"\n  hint: states: pending, confirmed, passed, approved, rejected, archived`,
+      expect.stringMatching(new RegExp(`^stages/judge\\.yaml:${events}:\\d+: state "nowhere" has no "approve" transition$`)),
+      expect.stringMatching(new RegExp(`^stages/judge\\.yaml:${events}:\\d+: state "nowhere" has no "reject" transition$`)),
+    ]);
+    const final = await withEdit({ 'stages/judge.yaml': (yaml) => yaml.replace('from: confirmed', 'from: rejected') });
+    expect(final.text).toContain(
+      `stages/judge.yaml:${events}:17: state "rejected" has no "approve" transition\n  hint: "rejected" has no outgoing transitions`,
+    );
+  });
+
   it('warns (without failing) when unanimous cannot differ from majority at its panel size', async () => {
     const { pipeline, issues } = await withEdit({ 'rubrics/lesson-promotion.yaml': (yaml) => yaml.replace('gate_policy: majority', 'gate_policy: unanimous') });
     expect(pipeline).toBeDefined();

@@ -12,7 +12,8 @@ import type { TransformStageDef } from '../../engine/config/types.js';
 import type { Provider, ProviderRequest, ProviderResult } from '../../engine/providers/types.js';
 import type { RunOptions } from '../../engine/runner/driver.js';
 import { runStage } from '../../engine/stages/index.js';
-import { DEFAULT_MAX_FIELD_BYTES } from '../../engine/stages/transform.js';
+import { DEFAULT_MAX_FIELD_BYTES, oversizeField } from '../../engine/stages/transform.js';
+import { MAX_PRINT_DEPTH } from '../../engine/util/nesting.js';
 import { tempDir, testEngine, type TestEngine, quietRun } from '../helpers.js';
 
 let t: TestEngine;
@@ -143,6 +144,46 @@ describe('entries that are not regular files inside the source directory', () =>
     const { notes } = await run(provider);
     expect(notes).toEqual([expect.stringMatching(/^transform: huge\.json: is \d+ bytes, over the 1048576-byte record cap \(max_record_bytes\) — skipped$/)]);
     expect(provider.calls).toHaveLength(0);
+  });
+});
+
+describe('values nested deeper than the call stack goes', () => {
+  const deep = (levels: number, inner = '') => JSON.parse(`${'['.repeat(levels)}${inner}${']'.repeat(levels)}`);
+
+  it('reports and skips a record nested 100,000 levels deep, and proposes the others', async () => {
+    const record = artifact();
+    writeFileSync(path.join(source, 'deep.json'), `${JSON.stringify(record).slice(0, -1)},"extra":${'['.repeat(100_000)}${']'.repeat(100_000)}}`);
+    const plain = artifact();
+    writeFileSync(path.join(source, 'plain.json'), JSON.stringify(plain));
+    const provider = answering(candidate());
+    const { summary, notes } = await run(provider);
+    expect(notes).toEqual([`transform: deep.json: nests more than ${MAX_PRINT_DEPTH} levels deep — skipped`]);
+    expect(summary.counts['proposed']).toBe(1);
+    expect(provider.calls.map((call) => (call.input['record'] as { id: string }).id)).toEqual([plain['id']]);
+    expect(declined()).toEqual([]);
+  });
+
+  it('declines a candidate nested 100,000 levels deep as schema_invalid', async () => {
+    const record = artifact();
+    writeFileSync(path.join(source, 'a.json'), JSON.stringify(record));
+    const text = `${JSON.stringify(candidate()).slice(0, -1)},"extra":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+    const { summary } = await run(fake(() => ({ ok: true, text, usage: { tokens_in: null, tokens_out: null } })));
+    expect(summary.counts['declined']).toBe(1);
+    expect(declined()).toEqual([
+      {
+        artifact_id: record['id'],
+        reason: 'schema_invalid',
+        detail: `the candidate nests more than ${MAX_PRINT_DEPTH} levels deep`,
+        declined_at: expect.any(String),
+      },
+    ]);
+  });
+
+  it('finds an oversize text field at any depth without recursing', () => {
+    expect(oversizeField(deep(100_000), 10)).toBeUndefined();
+    expect(oversizeField(deep(100_000, '"too long"'), 4)).toEqual({ path: Array(100_000).fill('0').join('.'), bytes: 8 });
+    expect(oversizeField({ a: ['short', { b: 'long enough' }], c: 'also long' }, 5)).toEqual({ path: 'a.1.b', bytes: 11 });
+    expect(oversizeField('long enough', 5)).toEqual({ path: '(the value)', bytes: 11 });
   });
 });
 

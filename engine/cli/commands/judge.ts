@@ -3,8 +3,6 @@
  * subagents) go through the same gate and commit as `run judge`. An unreadable FILE is exit 1;
  * input that is not a JSON array of verdict objects leaves the proposal unjudged, exit 2.
  */
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import type { Pipeline } from '../../config/load.js';
 import type { JudgeStageDef } from '../../config/types.js';
 import { EXIT } from '../../errors.js';
@@ -17,7 +15,7 @@ import { UsageError } from '../args.js';
 import { stageFor } from '../stage-for.js';
 import type { Context } from '../context.js';
 import { printOutcome } from '../print.js';
-import { readStdin } from './queue.js';
+import { readInputText } from '../read-input.js';
 
 export async function runJudge(context: Context): Promise<number> {
   const engine = await context.engine();
@@ -35,18 +33,14 @@ export async function runJudge(context: Context): Promise<number> {
     (candidate, at) => candidate.from === at,
     'pipeline judge <id> --verdicts FILE|- [--stage NAME]',
   );
-  let text: string;
-  try {
-    text = source === '-' ? await readStdin(context) : await readFile(path.resolve(context.io.cwd, source), 'utf8');
-  } catch (error) {
-    context.out.refused(
-      `cannot read the verdicts from ${source}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
-    );
+  const verdicts = await readInputText(context, source, '--verdicts input');
+  if (!verdicts.ok) {
+    context.out.refused(verdicts.message);
     return EXIT.refused;
   }
   let input: { ok: true; value: unknown } | { ok: false; reason: string };
   try {
-    input = { ok: true, value: JSON.parse(text) as unknown };
+    input = { ok: true, value: JSON.parse(verdicts.text) as unknown };
   } catch (error) {
     input = { ok: false, reason: `the verdicts are not valid JSON (${(error as Error).message})` };
   }

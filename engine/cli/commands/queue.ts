@@ -1,6 +1,4 @@
 /** Queue commands: status, list, show, propose. */
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { stringify } from 'yaml';
 import { EXIT } from '../../errors.js';
 import type { AuditRow, Stored } from '../../store/types.js';
@@ -13,6 +11,7 @@ import type { Context } from '../context.js';
 import { titleField } from '../../viz/snapshot.js';
 import { matches, parseWhere, rowSuffix } from '../list-filter.js';
 import { printOutcome } from '../print.js';
+import { readInputText } from '../read-input.js';
 import { malformedFileNote } from '../../outcome.js';
 
 function reportMalformed(context: Context, ids: readonly string[]): void {
@@ -118,32 +117,19 @@ export async function runShow(context: Context): Promise<number> {
   return EXIT.ok;
 }
 
-/** Read a JSON document from FILE, or stdin for `-` or no argument. */
+/** Read a JSON document from FILE, or stdin for `-` or no argument, bounded in size (MAX_INPUT_BYTES). */
 export async function readJsonInput(
   context: Context,
   source: string | undefined,
   what: string,
 ): Promise<{ ok: true; value: unknown } | { ok: false; message: string }> {
-  let text: string;
+  const read = await readInputText(context, source, what);
+  if (!read.ok) return read;
   try {
-    text = source === undefined || source === '-' ? await readStdin(context) : await readFile(path.resolve(context.io.cwd, source), 'utf8');
-  } catch (error) {
-    return {
-      ok: false,
-      message: `cannot read ${source ?? 'stdin'}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}`,
-    };
-  }
-  try {
-    return { ok: true, value: JSON.parse(text) as unknown };
+    return { ok: true, value: JSON.parse(read.text) as unknown };
   } catch (error) {
     return { ok: false, message: `${what} in ${source === undefined || source === '-' ? 'stdin' : source} is not valid JSON: ${(error as Error).message}` };
   }
-}
-
-export async function readStdin(context: Context): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of context.io.stdin) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string));
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 export async function runPropose(context: Context): Promise<number> {
