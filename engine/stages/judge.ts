@@ -11,6 +11,7 @@ import { renderPrompt } from '../expr/template.js';
 import { decideJury, noJuryVerdict, type JuryVerdict } from '../jury/gate.js';
 import { checkVerdict, type Usage, type Verdict } from '../jury/verdict.js';
 import { refused, type Outcome } from '../outcome.js';
+import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../util/nesting.js';
 import type { ProviderSource } from '../providers/index.js';
 import { callProvider } from '../providers/call.js';
 import type { Lease, Stored } from '../store/types.js';
@@ -45,6 +46,9 @@ export function checkJudgeable(engine: Engine, stage: JudgeStageDef, stored: Sto
     const froms = [...new Set(engine.pipeline.stages.flatMap((each) => (each.kind === 'judge' ? [each.from] : [])))];
     return refused('status', `${stored.id} is ${status}; only ${listWords(froms)} proposals are judged`, undefined, stored.id);
   }
+  // No real proposal nests this deep; judging one would overflow a serialiser halfway.
+  if (nestsDeeperThan(stored.proposal, MAX_PRINT_DEPTH))
+    return refused('schema_invalid', `${stored.id} (${status}) nests more than ${MAX_PRINT_DEPTH} levels deep; it was not judged`, undefined, stored.id);
   if (stage.revalidate) {
     const findings = engine.pipeline.schemas.check(stage.revalidate, stored.proposal);
     if (findings.length)

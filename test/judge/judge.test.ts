@@ -258,6 +258,21 @@ describe('refusals', () => {
     }
   });
 
+  it('refuses, by name, a proposal nested far deeper than any real one, before any jury', async () => {
+    const id = await confirmed('org');
+    const deep = readFileSync(file(id), 'utf8').replace(/\n}\n$/, `,\n  "deep": ${'['.repeat(100_000)}${']'.repeat(100_000)}\n}\n`);
+    writeFileSync(file(id), deep);
+    const { source, providers } = panel(() => verdict());
+    const result = await judge(id, source);
+    expect(result.outcome).toMatchObject({
+      kind: 'refused',
+      code: 'schema_invalid',
+      message: `${id} (confirmed) nests more than 256 levels deep; it was not judged`,
+    });
+    expect(readFileSync(file(id), 'utf8')).toBe(deep);
+    expect(providers.standard.calls).toHaveLength(0);
+  });
+
   it('after a verdict, unconfirm is refused for approved and for rejected', async () => {
     const approved = await confirmed('org');
     const rejected = await confirmed('org');
