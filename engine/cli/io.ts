@@ -18,8 +18,11 @@ export interface Io {
   interactive: boolean;
   /** Can stderr take a progress bar? */
   stderrIsTTY: boolean;
-  /** Install a Ctrl-C handler; returns a function that removes it. */
-  onInterrupt(handler: () => void): () => void;
+  /**
+   * Install a handler for Ctrl-C (SIGINT), or for each of `signals`; it is given the signal that
+   * came (none: Ctrl-C). Returns a function that removes it.
+   */
+  onInterrupt(handler: (signal?: NodeJS.Signals) => void, signals?: readonly NodeJS.Signals[]): () => void;
   /** Did stdout's reader go away (`closed`: `pipeline list | head -1`, exit 0) or writing to it fail (`failed`, exit 1)? */
   stdoutLost?(): 'closed' | 'failed' | undefined;
 }
@@ -59,15 +62,15 @@ export function processIo(): Io {
     env: process.env,
     interactive: Boolean(process.stdin.isTTY && process.stderr.isTTY),
     stderrIsTTY: Boolean(process.stderr.isTTY),
-    onInterrupt(handler) {
-      process.on('SIGINT', handler);
+    onInterrupt(handler, signals = ['SIGINT']) {
+      for (const signal of signals) process.on(signal, handler);
       working++;
       let removed = false;
       return () => {
         if (removed) return;
         removed = true;
         working--;
-        process.off('SIGINT', handler);
+        for (const signal of signals) process.off(signal, handler);
       };
     },
     stdoutLost: () => stdoutLost,

@@ -1,7 +1,7 @@
 /**
  * The `pipeline` command: parse, dispatch, and one top-level catch that turns every error into
- * a message and an exit code (SPEC §7): 0 success, 1 refused / invalid / usage, 2 could not be
- * judged, 130 interrupted.
+ * a message and an exit code (SPEC §7): 0 success, 1 refused / invalid / usage — and a disk or
+ * file the person has to fix — 2 could not be judged, 128 + the signal's number interrupted.
  */
 import { EXIT, isPipelineError } from '../errors.js';
 import { noCommandError, parseCommandArgs, splitCommand, UsageError } from './args.js';
@@ -11,6 +11,7 @@ import { Context, type Injected } from './context.js';
 import { processIo, Output, type Io } from './io.js';
 import { allSpecs, findSpec, readHelpConfig, renderCommandHelp, renderOverview, unknownCommand, versionText } from './help.js';
 import { reviewCommandSpec } from './review-commands.js';
+import { systemReason } from '../store/failures.js';
 
 /** Run one command line; resolves to its exit code. Throws only for a bug (the binary reports it as an internal error). */
 export async function main(argv: string[], io: Io = processIo(), injected: Injected = {}): Promise<number> {
@@ -106,5 +107,18 @@ function report(out: Output, error: unknown): number {
     out.error(error.message, error.code === 'config.invalid' ? 'run `pipeline validate` to see this list again; nothing was written' : error.hint);
     return error.exitCode;
   }
-  throw error;
+  const plain = describeSystemFailure(error);
+  if (plain === undefined) throw error;
+  out.error(plain);
+  return EXIT.refused;
+}
+
+/** A failure the person can fix (a full or read-only disk, a file that is a link) that no store named, in words; undefined for a bug. */
+function describeSystemFailure(error: unknown): string | undefined {
+  const { code, path, message } = (error ?? {}) as { code?: unknown; path?: unknown; message?: unknown };
+  // A path that is a link, FIFO or directory where a file belongs (util/atomic-write's NotRegularFile) says so itself.
+  if (code === 'ENOTREG' && typeof message === 'string') return message;
+  const reason = systemReason(error);
+  if (reason === undefined) return undefined;
+  return typeof path === 'string' ? `cannot use ${path}: ${reason}` : reason;
 }

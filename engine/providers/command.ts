@@ -80,9 +80,10 @@ export function childEnv(settings: ModelSettings, def: Pick<CommandProviderConfi
 
 /**
  * Process groups still running. They are detached from the engine (a timeout kills a whole group),
- * so nothing kills them for us: they are killed when the engine exits, and on SIGTERM or SIGHUP —
- * which would otherwise end the engine and leave paid programs running — before it exits with
- * 128 + the signal's number. SIGINT is the run's own business: it aborts the calls, which kills them.
+ * so nothing kills them for us: they are killed when the engine exits, and on SIGTERM or SIGHUP.
+ * A run listens for those itself — it aborts its calls (which kills them) and stops as on Ctrl-C,
+ * printing its summary — so the process is ended here, with 128 + the signal's number, only when
+ * nobody else listens: the signal would have ended it anyway, leaving paid programs running.
  */
 const live = new Set<number>();
 let hooksInstalled = false;
@@ -97,9 +98,9 @@ function track(pid: number): void {
     hooksInstalled = true;
     process.once('exit', killLive);
     for (const signal of ENDING_SIGNALS) {
-      process.once(signal, () => {
+      process.on(signal, () => {
         killLive();
-        process.exit(128 + constants.signals[signal]);
+        if (process.listenerCount(signal) === 1) process.exit(128 + constants.signals[signal]);
       });
     }
   }

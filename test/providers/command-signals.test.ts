@@ -1,8 +1,9 @@
 /**
- * SPEC §6: on SIGINT, SIGTERM or SIGHUP the run kills its providers' process groups before it
- * exits — a paid judge program must not keep running (and costing) after the run is gone. The real
- * binary runs a judge whose program lingers and starts a grandchild; after the signal both are
- * gone, the run exits 128 + the signal's number, and the proposal is untouched (still confirmed).
+ * SPEC §6, §7: on SIGINT, SIGTERM or SIGHUP the run kills its providers' process groups before it
+ * exits — a paid judge program must not keep running (and costing) after the run is gone — and
+ * stops as on Ctrl-C, printing its summary. The real binary runs a judge whose program lingers and
+ * starts a grandchild; after the signal both are gone, the run prints its summary and exits 128 +
+ * the signal's number, and the proposal is untouched (still confirmed).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -51,7 +52,7 @@ describe('a signal to a judge run', () => {
     ['SIGTERM', 143],
     ['SIGHUP', 129],
     ['SIGINT', 130],
-  ] as const)('%s kills the judge programs and what they started, then exits %i; the proposal stays confirmed', async (signal, code) => {
+  ] as const)('%s kills the judge programs and what they started, prints the summary, then exits %i; the proposal stays confirmed', async (signal, code) => {
     const { dir, pids } = lingeringJury();
     // Whatever happens, nothing this test started outlives it (its temp directory may be gone by then).
     let started: string[] = [];
@@ -69,12 +70,15 @@ describe('a signal to a judge run', () => {
     const id = (await cliIn(['--dir', dir, 'propose', '-'], { env, input: JSON.stringify(proposalInput()) })).stdout.trim();
     expect((await cliIn(['--dir', dir, 'confirm', id, '--visibility', 'org'], { env })).code).toBe(0);
     const run = cliSpawn(['--dir', dir, 'run', 'judge', '--yes'], { env });
-    const exited = new Promise<number | null>((resolve) => run.once('exit', (status) => resolve(status)));
+    let stdout = '';
+    run.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    const exited = new Promise<number | null>((resolve) => run.once('close', (status) => resolve(status)));
     const written = () => (started = readdirSync(pids));
     for (let i = 0; i < 500 && written().length < 4; i++) await sleep(20);
     expect(written()).toHaveLength(4);
     run.kill(signal);
     expect(await exited).toBe(code);
+    expect(stdout).toMatch(/^judge: 0 approved, 0 rejected, .* \(interrupted\)$/m);
     for (const file of written()) expect(await eventuallyDead(Number(file.split('.')[0])), file).toBe(true);
     expect(proposalFile(store, id).status).toBe('confirmed');
   });

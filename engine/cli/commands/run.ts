@@ -1,7 +1,7 @@
 /** `pipeline run [<stage>]`: one stage, or every automatic stage in pipeline order. */
 import { setMaxListeners } from 'node:events';
+import { constants } from 'node:os';
 import { createInterface } from 'node:readline/promises';
-import { EXIT } from '../../errors.js';
 import { terminalProgress, silentProgress } from '../../runner/progress.js';
 import type { RunOptions } from '../../runner/driver.js';
 import { runStage } from '../../stages/index.js';
@@ -19,6 +19,9 @@ export async function ask(context: Context, question: string): Promise<boolean> 
     rl.close();
   }
 }
+
+/** The signals that stop a run cleanly. */
+const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 export async function runRun(context: Context): Promise<number> {
   const engine = await context.engine();
@@ -41,10 +44,16 @@ export async function runRun(context: Context): Promise<number> {
   const controller = new AbortController();
   // Every call in flight listens for Ctrl-C: as many as the concurrency and the panels make.
   setMaxListeners(0, controller.signal);
-  const removeHandler = context.io.onInterrupt(() => {
-    if (!controller.signal.aborted) context.out.note('\ninterrupted: finishing what is in flight, claiming nothing new…');
+  // SIGTERM (a service manager, `kill`) and SIGHUP (a closed terminal) stop a run the way Ctrl-C
+  // does — nothing new claimed, what is committing finishes, the summary printed — never mid-commit.
+  let stoppedBy: NodeJS.Signals = 'SIGINT';
+  const removeHandler = context.io.onInterrupt((signal = 'SIGINT') => {
+    if (!controller.signal.aborted) {
+      stoppedBy = signal;
+      context.out.note(`\ninterrupted${signal === 'SIGINT' ? '' : ` (${signal})`}: finishing what is in flight, claiming nothing new…`);
+    }
     controller.abort();
-  });
+  }, STOP_SIGNALS);
   const options: RunOptions = {
     concurrency,
     limit,
@@ -74,6 +83,7 @@ export async function runRun(context: Context): Promise<number> {
     removeHandler();
   }
   if (context.json) context.out.data(name !== undefined ? summaryJson(summaries[0]!) : summaries.map(summaryJson));
-  if (controller.signal.aborted) return EXIT.interrupted;
+  // 128 + the signal's number, as the shell reports a process the signal ended: 130, 143, 129.
+  if (controller.signal.aborted) return 128 + constants.signals[stoppedBy];
   return exitCodeOfRun(summaries);
 }

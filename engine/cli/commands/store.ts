@@ -1,7 +1,7 @@
 /** `pipeline store copy --from STORE --to STORE`: a whole store between backends (SPEC §11). */
 import path from 'node:path';
 import { EXIT, PipelineError } from '../../errors.js';
-import { copyStore, describeCounts } from '../../store/copy.js';
+import { copyStore, copyToDirectory, describeCounts, notEmpty } from '../../store/copy.js';
 import { openStore } from '../../store/open.js';
 import { isPostgresUrl, parsePostgresUrl } from '../../store/postgres-store.js';
 import { UsageError } from '../args.js';
@@ -26,13 +26,10 @@ export async function runStore(context: Context): Promise<number> {
   if (!(await fromStore.exists())) throw new PipelineError('store.missing', `no store at ${fromStore.location}; nothing to copy`);
   let result;
   try {
-    result = await copyStore(fromStore, toStore);
+    // A directory is filled beside its place and renamed into it: a failed copy leaves it as it was.
+    result = isPostgresUrl(target) ? await copyStore(fromStore, toStore) : await copyToDirectory(fromStore, target, (dir) => openStore(pipeline, dir));
   } catch (error) {
-    if (error instanceof Error && /is not empty/.test(error.message)) {
-      throw new PipelineError('store.not_empty', `${toStore.location} is not empty; store copy only fills an empty store (nothing was written)`, {
-        hint: 'copy into a new directory or a new schema (…?schema=NAME)',
-      });
-    }
+    if (error instanceof Error && /is not empty$/.test(error.message)) throw notEmpty(toStore.location);
     throw error;
   }
   if (context.json) context.out.data({ from: fromStore.location, to: toStore.location, copied: result.copied, found: result.found, same: result.same });
@@ -41,7 +38,9 @@ export async function runStore(context: Context): Promise<number> {
     for (const line of describeCounts(result.copied)) context.out.line(`  ${line}`);
   }
   if (!result.same) {
-    context.out.error(`the destination holds ${describeCounts(result.found).join(', ')} — not what was copied`);
+    context.out.error(
+      `the copy holds ${describeCounts(result.found).join(', ')} — not what was read; ${isPostgresUrl(target) ? `it was written to ${toStore.location}: check it` : `nothing was written to ${toStore.location}`}`,
+    );
     return EXIT.refused;
   }
   if (!context.json) context.out.line('checked: the destination holds exactly these counts');
