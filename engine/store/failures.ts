@@ -153,10 +153,19 @@ export function withPlainFailures<S extends Store>(store: S, describe: (error: u
   });
 }
 
-async function* explained<T>(items: AsyncIterable<T>, explain: (error: unknown) => unknown): AsyncIterable<T> {
-  try {
-    yield* items;
-  } catch (error) {
-    throw explain(error);
-  }
+/**
+ * `items` with its failures explained. A plain iterator, not an async generator: a generator's
+ * `yield*` adds awaits to every item, and listings run to hundreds of thousands of them.
+ */
+function explained<T>(items: AsyncIterable<T>, explain: (error: unknown) => unknown): AsyncIterable<T> {
+  const fail = (error: unknown) => Promise.reject(explain(error));
+  return {
+    [Symbol.asyncIterator]() {
+      const inner = items[Symbol.asyncIterator]();
+      return {
+        next: () => inner.next().catch(fail),
+        return: (value?: unknown) => (inner.return ? inner.return(value).catch(fail) : Promise.resolve({ done: true as const, value: value as T })),
+      };
+    },
+  };
 }
