@@ -9,7 +9,9 @@
  * - size: `pipeline status` and `pipeline list --state confirmed --json` at 1,000,000 proposals
  *   (generated in the database; 1,000 of them confirmed), warm, median of 3.
  *
- * Usage: node bench/scenarios/postgres.js [--quick] [--parts throughput,latency,size]   → one JSON line on stdout.
+ * Usage: node bench/scenarios/postgres.js [--quick] [--parts throughput,latency,size] [--n N]   → one JSON line on stdout.
+ * `--n` sets the throughput run's size (default 2,000): at 2,000 each worker's start-up (~0.3 s of
+ * CPU) is a tenth of the run; a longer queue measures the steady state.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
@@ -164,7 +166,8 @@ const server = await startServer();
 const env = benchEnv(work.dir);
 const result = { throughput: [], latency: [], size: null };
 try {
-  const n = quick ? 500 : 2000;
+  const nIndex = process.argv.indexOf('--n');
+  const n = nIndex >= 0 ? Number(process.argv[nIndex + 1]) : quick ? 500 : 2000;
   if (parts.has('throughput')) {
     log(`throughput: ${n} proposals, file store, 1 process…`);
     const fileRun = await runWorkers(ROOT, await confirmedStore(n), 1, 8, env);

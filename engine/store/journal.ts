@@ -136,7 +136,9 @@ function isIntent(value: unknown): value is Intent {
   const entry = (write: unknown) =>
     isRecord(write) &&
     typeof write['id'] === 'string' &&
-    (write['op'] === 'put' ? isName(write['collection']) && typeof write['text'] === 'string' : write['op'] === 'move' && isName(write['from']) && isName(write['to']));
+    (write['op'] === 'put'
+      ? isName(write['collection']) && typeof write['text'] === 'string'
+      : write['op'] === 'move' && isName(write['from']) && isName(write['to']));
   if (!Array.isArray(entries) || !entries.every(entry)) return false;
   return isRecord(offsets) && Object.values(offsets).every((offset) => Number.isSafeInteger(offset) && (offset as number) >= 0);
 }

@@ -10,6 +10,7 @@ import { Journal } from '../../engine/store/journal.js';
 import type { AuditRow, Store } from '../../engine/store/types.js';
 import { ROOT, tempDir } from '../helpers.js';
 import { LAYOUT, storeContract } from './contract.js';
+import { fileStoreHooks } from './file-hooks.js';
 
 const make = (dir = tempDir('pipeline-store-')) => new FileStore({ dir, ...LAYOUT });
 
@@ -19,15 +20,7 @@ const deadPid = () => spawnSync(process.execPath, ['-e', '0']).pid!;
 storeContract('file store', {
   make: async (layout) => new FileStore({ dir: tempDir('pipeline-store-'), ...layout }),
   reopen: async (store) => make(store.location),
-  corrupt: async (store, id, text) => {
-    mkdirSync(path.join(store.location, 'proposals'), { recursive: true });
-    writeFileSync(path.join(store.location, 'proposals', `${id}.json`), text);
-  },
-  expire: async (store, lease) => {
-    const file = path.join(store.location, '.claims', lease.stage, lease.key);
-    unlinkSync(file);
-    writeFileSync(file, JSON.stringify({ host: os.hostname(), pid: deadPid(), start: 1, nonce: 'killed' }));
-  },
+  ...fileStoreHooks,
 });
 
 const ID = '01ARZ3NDEKTSV4RRFFQ69G5FAV';

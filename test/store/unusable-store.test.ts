@@ -15,6 +15,7 @@ import { FileStore } from '../../engine/store/file-store.js';
 import { runIn } from '../cli/memory-io.js';
 import { BIN, proposalInput, ROOT, SECRET_FILE, tempDir } from '../helpers.js';
 import { LAYOUT, storeContract } from './contract.js';
+import { fileStoreHooks } from './file-hooks.js';
 
 const env = () => ({ PIPELINE_AUTHOR_SECRET_FILE: SECRET_FILE! });
 const ID = '01M8T33A99WYB4PAQ425EVP632';
@@ -34,16 +35,7 @@ storeContract('file store opened for a command', {
     return withPlainFailures(new FileStore({ dir, ...layout }), (error) => describeFileStoreFailure(error, dir));
   },
   reopen: async (store) => new FileStore({ dir: store.location, ...LAYOUT }),
-  corrupt: async (store, id, text) => {
-    mkdirSync(path.join(store.location, 'proposals'), { recursive: true });
-    writeFileSync(path.join(store.location, 'proposals', `${id}.json`), text);
-  },
-  expire: async (store, lease) => {
-    const file = path.join(store.location, '.claims', lease.stage, lease.key);
-    unlinkSync(file);
-    // The pid of a process that has exited: what a SIGKILLed owner looks like.
-    writeFileSync(file, JSON.stringify({ host: os.hostname(), pid: spawnSync(process.execPath, ['-e', '0']).pid!, start: 1, nonce: 'killed' }));
-  },
+  ...fileStoreHooks,
 });
 
 describe('--store naming something that cannot be a store directory', () => {

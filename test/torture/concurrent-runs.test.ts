@@ -22,6 +22,18 @@ async function concurrentRuns(processes: number, staggerMs: number) {
   return { t, results: await Promise.all(runs) };
 }
 
+/** One verdict row, for the status the proposal has, and one promote row. */
+function expectVerdictAndPromotionOnce(id: string, status: string, rows: readonly Record<string, unknown>[]): void {
+  expect(
+    verdictRows(rows).map((row) => row['to']),
+    id,
+  ).toEqual([status]);
+  expect(
+    rows.filter((row) => row['event'] === 'promote'),
+    id,
+  ).toHaveLength(1);
+}
+
 function expectEachJudgedOnce({ t, results }: Awaited<ReturnType<typeof concurrentRuns>>): void {
   for (const result of results) {
     expect(result.stderr).not.toMatch(/internal error|\n\s+at /);
@@ -41,14 +53,7 @@ function expectEachJudgedOnce({ t, results }: Awaited<ReturnType<typeof concurre
     const status = proposals.get(id)!['status'] as string;
     (status === 'approved' ? approved : status === 'rejected' ? rejected : []).push(id);
     const rows = audit.get(id) ?? [];
-    expect(
-      verdictRows(rows).map((row) => row['to']),
-      id,
-    ).toEqual([status]);
-    expect(
-      rows.filter((row) => row['event'] === 'promote'),
-      id,
-    ).toHaveLength(1);
+    expectVerdictAndPromotionOnce(id, status, rows);
     expect(rows.at(-1)?.['to'], id).toBe(status);
   }
   expect(approved.length + rejected.length).toBe(PROPOSALS);
@@ -95,15 +100,7 @@ describe('a run that dies while another runs', () => {
     for (const id of t.ids) {
       const status = proposals.get(id)!['status'] as string;
       expect(['approved', 'rejected'], id).toContain(status);
-      const rows = audit.get(id) ?? [];
-      expect(
-        verdictRows(rows).map((row) => row['to']),
-        id,
-      ).toEqual([status]);
-      expect(
-        rows.filter((row) => row['event'] === 'promote'),
-        id,
-      ).toHaveLength(1);
+      expectVerdictAndPromotionOnce(id, status, audit.get(id) ?? []);
     }
     const approved = t.ids.filter((id) => proposals.get(id)!['status'] === 'approved');
     // (The killed run's temp files may still be there: a later run sweeps them.)
