@@ -58,7 +58,7 @@ const NEGATIVE_NUMBER = /^-[0-9]/;
 
 /**
  * Refuse unknown options, options missing their value, and a single-valued option given twice
- * (`--visibility org --visibility public` must not quietly mean public), by name, before parseArgs
+ * (`--state a --state b` must not quietly mean b), by name, before parseArgs
  * sees them.
  */
 function refuseUnknownOptions(tokens: readonly string[], specs: OptionSpecs): void {
