@@ -111,6 +111,9 @@ async function retrying<T>(work: () => Promise<T>): Promise<T> {
  */
 const CLAIMED_FRESH_MS = 1000;
 
+/** The commit's prepared-statement name: one per connection, and a pool serves one store (one schema). */
+const COMMIT_STATEMENT = 'pipeline_commit';
+
 const leaseKey = (lease: Lease) => `${lease.stage}\u0000${lease.key}\u0000${lease.token}`;
 
 /** Why a commit could not land, raised inside its transaction to roll it back. */
@@ -616,7 +619,7 @@ export class PostgresStore implements Store {
       change.audit.map((row) => JSON.stringify(row)),
     ];
     const { rows } = await retrying(() =>
-      this.query<{ version: string | null; leased: boolean; present: boolean }>({ name: `commit.${this.schema}`, text: this.commitStatement() }, values),
+      this.query<{ version: string | null; leased: boolean; present: boolean }>({ name: COMMIT_STATEMENT, text: this.commitStatement() }, values),
     );
     const row = rows[0]!;
     if (row.version !== null) {
