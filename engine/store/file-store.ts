@@ -883,18 +883,26 @@ export class FileStore implements Store {
     void _ttlMs; // a local owner holds while it lives; the store's lease time covers other hosts
     this.dir(path.join(this.location, '.claims', stage), true);
     const leases: Lease[] = [];
-    const take = (key: string): boolean => {
+    const take = async (key: string): Promise<void> => {
       const file = this.claimFile(stage, key);
-      const held = this.owners.tryAcquire(file);
-      if (!held) return false;
-      this.claims.set(file, held);
-      leases.push({ stage, key, token: this.owners.name });
-      return true;
+      for (let attempt = 0; attempt < 2; attempt++) {
+        // A dead holder's claim is taken over only once what it left half-committed is finished,
+        // so the unit is read as that run left it (judged, say), not as it was before.
+        const tried = this.owners.attempt(file, (owner) => this.journalOf(owner) === undefined);
+        if ('held' in tried) {
+          this.claims.set(file, tried.held);
+          leases.push({ stage, key, token: this.owners.name });
+          return;
+        }
+        if (tried.holder !== 'stale') return;
+        this.seenAlive.clear();
+        await this.replayDead();
+      }
     };
     if ('keys' in queue) {
       for (const key of queue.keys) {
         if (leases.length >= max) break;
-        take(key);
+        await take(key);
       }
       return { leases };
     }
@@ -907,7 +915,7 @@ export class FileStore implements Store {
       this.queues.set(name, ids);
     }
     let i = queue.query.after === undefined ? 0 : upperBound(ids, queue.query.after);
-    for (; i < ids.length && leases.length < max; i++) take(ids[i]!);
+    for (; i < ids.length && leases.length < max; i++) await take(ids[i]!);
     return i < ids.length ? { leases, next: ids[i - 1]! } : { leases };
   }
 
