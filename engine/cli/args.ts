@@ -55,6 +55,9 @@ function optionToken(token: string): { name: string; inlineValue: boolean } | un
 }
 
 const NEGATIVE_NUMBER = /^-[0-9]/;
+/** Options whose value names a file, a directory or a store. */
+const PATH_PLACEHOLDER = /^(DIR|FILE|PATH|STORE)\b/;
+const PATH_NOUNS: Record<string, string> = { DIR: 'a directory', FILE: 'a file name', PATH: 'a path', STORE: 'a store' };
 
 /**
  * Refuse unknown options, options missing their value, and a single-valued option given twice
@@ -83,6 +86,9 @@ function refuseUnknownOptions(tokens: readonly string[], specs: OptionSpecs): vo
         value = next;
         i++;
       }
+      // An empty path would quietly mean the current directory (`--store "$UNSET"` writing a store there).
+      const path = PATH_PLACEHOLDER.exec(spec.placeholder ?? '')?.[1];
+      if (value === '' && path) throw new UsageError(`--${option.name} needs ${PATH_NOUNS[path]}, got an empty one`);
       if (spec.type === 'string' && !spec.multiple && value !== undefined) {
         const first = given.get(option.name);
         if (first !== undefined) throw new UsageError(`--${option.name} is given twice ("${first}", then "${value}"); it takes one value`);

@@ -185,6 +185,21 @@ describe('command-line conventions', () => {
     );
   });
 
+  it.each([
+    [['--store', '', 'status'], '--store needs a directory, got an empty one'],
+    [['status', '--store='], '--store needs a directory, got an empty one'],
+    [['--dir', '', 'status'], '--dir needs a directory, got an empty one'],
+    [['run', 'transform', '--source', ''], '--source needs a directory, got an empty one'],
+    [['judge', '01ARZ3NDEKTSV4RRFFQ69G5FAV', '--verdicts', ''], '--verdicts needs a file name, got an empty one'],
+  ])('refuses an empty path, which would quietly mean the working directory: %j', async (args, message) => {
+    const { store, env } = cliStore();
+    const result = await cliIn(args, { env });
+    expect(result.code).toBe(1);
+    expect(result.stderr.split('\n')[0]).toBe(`error: ${message}`);
+    expect(existsSync(path.join(process.cwd(), '.pipeline'))).toBe(false);
+    expect(existsSync(path.join(store, 'proposals'))).toBe(false);
+  });
+
   it('accepts global options before or after the command', async () => {
     const { store, env } = cliStore();
     const other = path.join(tempDir(), 'other-store');

@@ -34,8 +34,6 @@ export function parseVizOptions(values: Record<string, unknown>, json: boolean):
   if (json && given !== undefined && given !== 'json') throw new UsageError(`--json asks for --format json, not --format ${given}`, USAGE);
   const format = (given ?? (json ? 'json' : 'html')) as VizFormat;
   const out = values['out'] as string | undefined;
-  // path.resolve would take '' for the working directory: "cannot write : it is a directory".
-  if (out === '') throw new UsageError('--out needs a file name, got an empty one', USAGE);
   const port = values['port'] as string | undefined;
   if (!values['serve']) {
     if (port !== undefined) throw new UsageError('--port needs --serve', USAGE);
