@@ -448,6 +448,8 @@ export class FileStore implements Store {
         if (left !== undefined) throw new Error(`cannot finish the interrupted commits in ${left}`);
         continue;
       }
+      // A directory planted where the lock belongs is never anyone's lock and cannot be taken over.
+      if (lstatSync(file, { throwIfNoEntry: false })?.isDirectory()) throw new NotRegularFile(file, 'a directory');
       if (Date.now() - start > 15_000) throw Object.assign(new Error(`${id} is locked by another process for over 15 s`), { code: 'EBUSY' });
       await sleep(delay + Math.random() * delay);
       delay = Math.min(delay * 2, 50);

@@ -229,6 +229,19 @@ describe('file store: nothing outside the store, nothing that blocks', () => {
     expect(result.ok).toBe(true);
   });
 
+  it('refuses at once a commit whose lock is a directory planted there, naming it, instead of waiting for it', async () => {
+    const store = make();
+    const version = await seed(store);
+    mkdirSync(path.join(store.location, '.locks', `${ID}.lock`), { recursive: true });
+    const started = Date.now();
+    await expect(
+      store.commit({ id: ID, version, next: { ...pending, status: 'confirmed' }, audit: [{ ...created, event: 'confirm', from: 'pending', to: 'confirmed' }] }),
+    ).rejects.toThrow(`${ID}.lock is a directory, not a regular file`);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const read = await store.read(ID);
+    expect(read.kind === 'found' && read.stored.version).toBe(version);
+  }, 20_000);
+
   it('reports a proposal file whose id field names another proposal, and never counts, lists or queues it', async () => {
     const store = make();
     await seed(store);
