@@ -6,6 +6,7 @@
  * checks the length it stands for, in either form, as one positioned error. Pure.
  */
 import type { Issue } from '../errors.js';
+import { isObject } from '../util/json-path.js';
 import { parseDuration } from '../util/time.js';
 import { issueAt, type SourceFile, writtenText } from './source.js';
 
@@ -23,18 +24,16 @@ function seconds(value: unknown): number | undefined {
   return Number.isFinite(parsed) ? parsed : undefined;
 }
 
-const isMap = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** Every duration of pipeline.yaml (as loaded, `def`) outside [1 ms, 24 h], each at its line. */
 export function checkDurations(def: unknown, source: SourceFile): Issue[] {
-  if (!isMap(def)) return [];
+  if (!isObject(def)) return [];
   const places: { path: string[]; value: unknown }[] = [];
   const defaults = def['defaults'];
-  if (isMap(defaults)) for (const key of DURATION_KEYS.defaults) places.push({ path: ['defaults', key], value: defaults[key] });
+  if (isObject(defaults)) for (const key of DURATION_KEYS.defaults) places.push({ path: ['defaults', key], value: defaults[key] });
   const providers = def['providers'];
-  if (isMap(providers)) {
+  if (isObject(providers)) {
     for (const [name, provider] of Object.entries(providers)) {
-      if (isMap(provider)) for (const key of DURATION_KEYS.provider) places.push({ path: ['providers', name, key], value: provider[key] });
+      if (isObject(provider)) for (const key of DURATION_KEYS.provider) places.push({ path: ['providers', name, key], value: provider[key] });
     }
   }
   const issues: Issue[] = [];

@@ -20,7 +20,7 @@ import { isUlid } from '../util/ids.js';
 import { isObject } from '../util/json-path.js';
 import { readAuditIndex, type AuditMemo } from './audit-index.js';
 import { appendText, isRealDirectory, lastByte, parseJsonLines, readRegular, readRegularFrom, sizeOf, sweepTemps } from './files.js';
-import { readIntents, Journal, type EntryIntent, type Intent } from './journal.js';
+import { COLLECTION_NAME, readIntents, Journal, type EntryIntent, type Intent } from './journal.js';
 import { LedgerIndex } from './ledger-index.js';
 import { ownerFileName, OwnerFiles, type Held } from './owner-files.js';
 import { isAlive, type ProcessIdentity } from './process-identity.js';
@@ -60,7 +60,6 @@ export interface FileStoreOptions {
 }
 
 const AUDIT_FILE = 'events.jsonl';
-const COLLECTION = /^[a-z][a-z0-9_-]{0,63}$/;
 const RESERVED = new Set(['proposals', 'cache']);
 const DOCUMENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,200}$/;
 const STAGE_NAME = /^[a-z][a-z0-9_-]*$/;
@@ -71,7 +70,7 @@ function assertId(id: string): void {
 }
 
 function assertCollection(collection: string): void {
-  if (!COLLECTION.test(collection) || RESERVED.has(collection)) throw new Error(`invalid collection name: ${JSON.stringify(collection)}`);
+  if (!COLLECTION_NAME.test(collection) || RESERVED.has(collection)) throw new Error(`invalid collection name: ${JSON.stringify(collection)}`);
 }
 
 function keyFileName(key: string): string {
@@ -663,7 +662,7 @@ export class FileStore implements Store {
     for (const ledger of Object.keys(this.ledgers)) for await (const row of this.ledger(ledger)) yield { kind: 'ledger', ledger, row };
     const names = existsSync(this.location) ? readdirSync(this.location, { withFileTypes: true }) : [];
     for (const dir of names
-      .filter((entry) => entry.isDirectory() && COLLECTION.test(entry.name) && !RESERVED.has(entry.name))
+      .filter((entry) => entry.isDirectory() && COLLECTION_NAME.test(entry.name) && !RESERVED.has(entry.name))
       .map((entry) => entry.name)
       .sort()) {
       for (const name of readdirSync(path.join(this.location, dir)).sort()) {

@@ -14,6 +14,10 @@ import path from 'node:path';
 import type { AuditRow, LedgerWrite } from './types.js';
 import { fsyncDir, groupSync } from '../util/atomic-write.js';
 import { appendText, parseJsonLines, readRegular } from './files.js';
+import { isObject } from '../util/json-path.js';
+
+/** A collection of pool entries (a directory of the store): the store refuses any other name. */
+export const COLLECTION_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
 
 export type EntryIntent = { op: 'put'; collection: string; id: string; text: string } | { op: 'move'; from: string; to: string; id: string };
 
@@ -117,9 +121,8 @@ export function readIntents(file: string): Intent[] {
   return [...last.values()];
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 /** A collection name (as the store checks it) or a ledger name (as the configuration does). */
-const isName = (value: unknown): value is string => typeof value === 'string' && /^[a-z][a-z0-9_-]{0,63}$/.test(value);
+const isName = (value: unknown): value is string => typeof value === 'string' && COLLECTION_NAME.test(value);
 const isLedger = (value: unknown): value is string => typeof value === 'string' && /^[a-z][a-z0-9_-]*$/.test(value);
 
 /**
@@ -127,18 +130,18 @@ const isLedger = (value: unknown): value is string => typeof value === 'string' 
  * other: a line that is not exactly an intent (torn, edited, planted) is skipped, never acted on.
  */
 function isIntent(value: unknown): value is Intent {
-  if (!isRecord(value)) return false;
+  if (!isObject(value)) return false;
   const { kind, id, prev, next, audit, ledger, entries, offsets } = value;
   if ((kind !== 'commit' && kind !== 'create') || typeof id !== 'string' || typeof next !== 'string') return false;
   if (kind === 'commit' ? typeof prev !== 'string' : prev !== undefined) return false;
-  if (!Array.isArray(audit) || audit.length === 0 || !audit.every(isRecord)) return false;
-  if (!Array.isArray(ledger) || !ledger.every((write) => isRecord(write) && isLedger(write['ledger']) && isRecord(write['row']))) return false;
+  if (!Array.isArray(audit) || audit.length === 0 || !audit.every(isObject)) return false;
+  if (!Array.isArray(ledger) || !ledger.every((write) => isObject(write) && isLedger(write['ledger']) && isObject(write['row']))) return false;
   const entry = (write: unknown) =>
-    isRecord(write) &&
+    isObject(write) &&
     typeof write['id'] === 'string' &&
     (write['op'] === 'put'
       ? isName(write['collection']) && typeof write['text'] === 'string'
       : write['op'] === 'move' && isName(write['from']) && isName(write['to']));
   if (!Array.isArray(entries) || !entries.every(entry)) return false;
-  return isRecord(offsets) && Object.values(offsets).every((offset) => Number.isSafeInteger(offset) && (offset as number) >= 0);
+  return isObject(offsets) && Object.values(offsets).every((offset) => Number.isSafeInteger(offset) && (offset as number) >= 0);
 }
