@@ -832,6 +832,11 @@ export class FileStore implements Store {
    * again (the document only if it is still at the version the intent started from).
    */
   private async replay(intent: Intent): Promise<boolean> {
+    // The document must be this proposal's, at the state its last audit row leads to — or the
+    // intent was not written by a commit (edited, planted) and nothing of it is acted on.
+    const document = parseStored(intent.id, intent.next);
+    if (document.kind !== 'found' || document.stored.proposal['status'] !== intent.audit.at(-1)?.to) return false;
+    const ledgerFiles = intent.ledger.map((write) => this.ledgerFile(write.ledger)); // one not configured: left, before anything is written
     const auditFile = path.join(this.location, AUDIT_FILE);
     const auditFound = rowsAfter(auditFile, intent.offsets[AUDIT_FILE] ?? 0, intent.audit);
     const reached = auditFound.some(Boolean);
@@ -856,8 +861,8 @@ export class FileStore implements Store {
       }
       await Promise.all(await this.writeEntries(intent.entries.filter((entry) => this.entryPending(entry))));
     }
-    for (const write of intent.ledger) {
-      const ledgerFile = this.ledgerFile(write.ledger);
+    for (const [index, write] of intent.ledger.entries()) {
+      const ledgerFile = ledgerFiles[index]!;
       const [found] = rowsAfter(ledgerFile, intent.offsets[path.basename(ledgerFile)] ?? 0, [write.row]);
       if (!found) {
         await this.appendRows(ledgerFile, [write.row]);

@@ -121,9 +121,9 @@ export function readIntents(file: string): Intent[] {
   return [...last.values()];
 }
 
-/** A collection name (as the store checks it) or a ledger name (as the configuration does). */
+/** A collection name (as the store checks it) or a ledger name (as the configuration does: never the audit log's). */
 const isName = (value: unknown): value is string => typeof value === 'string' && COLLECTION_NAME.test(value);
-const isLedger = (value: unknown): value is string => typeof value === 'string' && /^[a-z][a-z0-9_-]*$/.test(value);
+const isLedger = (value: unknown): value is string => typeof value === 'string' && /^[a-z][a-z0-9_-]*$/.test(value) && value !== 'events';
 
 /**
  * Is a journal line an intent this version wrote? The journal is a file in the store like any
@@ -134,11 +134,12 @@ function isIntent(value: unknown): value is Intent {
   const { kind, id, prev, next, audit, ledger, entries, offsets } = value;
   if ((kind !== 'commit' && kind !== 'create') || typeof id !== 'string' || typeof next !== 'string') return false;
   if (kind === 'commit' ? typeof prev !== 'string' : prev !== undefined) return false;
-  if (!Array.isArray(audit) || audit.length === 0 || !audit.every(isObject)) return false;
+  // Every row and entry must be of the proposal the intent names: a line cannot act on another.
+  const ours = (row: unknown): row is Record<string, unknown> => isObject(row) && row['id'] === id;
+  if (!Array.isArray(audit) || audit.length === 0 || !audit.every(ours) || !audit.every((row) => typeof row['to'] === 'string')) return false;
   if (!Array.isArray(ledger) || !ledger.every((write) => isObject(write) && isLedger(write['ledger']) && isObject(write['row']))) return false;
   const entry = (write: unknown) =>
-    isObject(write) &&
-    typeof write['id'] === 'string' &&
+    ours(write) &&
     (write['op'] === 'put'
       ? isName(write['collection']) && typeof write['text'] === 'string'
       : write['op'] === 'move' && isName(write['from']) && isName(write['to']));

@@ -365,21 +365,30 @@ describe('file store: a commit lands whole, whatever point a crash hits', () => 
     const journal = path.join(store.location, '.journal');
     mkdirSync(journal, { recursive: true });
     // Each line would otherwise be replayed: it starts from the proposal as it is now.
+    const confirmed = { ...created, event: 'confirm', from: 'pending', to: 'confirmed' };
     const intent = {
       kind: 'commit',
       id: ID,
       prev: createHash('sha256').update(version).digest('hex'),
-      next: '{}\n',
-      audit: [created],
+      next: `${JSON.stringify({ ...pending, status: 'confirmed' }, null, 2)}\n`,
+      audit: [confirmed],
       ledger: [],
       entries: [],
       offsets: {},
     };
+    const OTHER = '01ARZ3NDEKTSV4RRFFQ69G5FAW';
     const planted = [
       { ...intent, offsets: undefined },
       { ...intent, ledger: [{ ledger: 'nope', row: {} }] },
       { ...intent, entries: [{ op: 'put', collection: '../x', id: ID, text: '{}' }] },
       { ...intent, audit: [] },
+      // A line may act only on the proposal it names, with a document of it at its audit row's state.
+      { ...intent, audit: [{ ...confirmed, id: OTHER }] },
+      { ...intent, entries: [{ op: 'put', collection: 'approved', id: OTHER, text: '{}' }] },
+      { ...intent, next: `${JSON.stringify({ ...pending, id: OTHER, status: 'confirmed' })}\n` },
+      { ...intent, next: `${JSON.stringify({ ...pending, status: 'rejected' })}\n` },
+      { ...intent, next: '{}\n' },
+      { ...intent, ledger: [{ ledger: 'events', row: { ...confirmed, event: 'approve' } }] },
     ];
     planted.forEach((line, i) => writeFileSync(path.join(journal, `host.${i + 1}.a.jsonl`), `${JSON.stringify(line)}\nnot json {\n`));
     mkdirSync(path.join(journal, 'host.8.b.jsonl'));
