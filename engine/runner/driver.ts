@@ -202,8 +202,12 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
     let index = 0;
     for (;;) {
       if (aborted() || limitReached()) break;
-      const room = Math.min(concurrency * 2 - running.size, options.limit === undefined ? Infinity : options.limit - claimed);
-      if (room <= 0) {
+      const window = concurrency * 2 - running.size;
+      const left = options.limit === undefined ? Infinity : options.limit - claimed;
+      const room = Math.min(window, left);
+      // Claims go in batches: the next waits until half the window is free (the other half keeps
+      // every slot busy meanwhile) — one claim per `concurrency` units, not one per unit finished.
+      if (room <= 0 || (window < concurrency && room < left)) {
         await new Promise<void>((resolve) => (wake = resolve));
         continue;
       }

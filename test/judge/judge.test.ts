@@ -397,6 +397,38 @@ describe('runs', () => {
   });
 });
 
+describe('claims', () => {
+  it('come in batches of at least the concurrency, while every slot stays busy', async () => {
+    const { runStage } = await import('../../engine/stages/index.js');
+    const ids: string[] = [];
+    for (let i = 0; i < 24; i++) ids.push(await confirmed('org'));
+    const claims: number[] = [];
+    const claim = t.engine.store.claim.bind(t.engine.store);
+    t.engine.store.claim = async (...args) => {
+      claims.push(args[2]);
+      return claim(...args);
+    };
+    onTestFinished(() => {
+      t.engine.store.claim = claim;
+    });
+    let inFlight = 0;
+    let most = 0;
+    const slow: Answer = async () => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      inFlight--;
+      return verdict();
+    };
+    const summary = await runStage(t.engine, stage, quietRun({ concurrency: 4, providers: panel(slow).source }));
+    expect(summary.counts).toMatchObject({ approved: 24 });
+    // One claim per unit finished would be ~20 claims of 1 or 2; batches are 4 to 8.
+    expect(claims.slice(0, -1).every((max) => max >= 4)).toBe(true);
+    expect(claims.length).toBeLessThanOrEqual(24 / 4 + 2);
+    // Both seats of 4 proposals at once: the batching never left a slot idle for long enough to show.
+    expect(most).toBe(8);
+  });
+});
+
 describe('promotion right after a verdict', () => {
   it('leaves the verdict when promotion fails, and promote later finishes it', async () => {
     writeFileSync(SECRET_FILE, 'not hex\n', { mode: 0o600 });
