@@ -168,28 +168,41 @@ export class PostgresStore implements Store {
     return `"${this.schema}"."${table}"`;
   }
 
-  private async connect(): Promise<Pool> {
-    if (this.pool) return this.pool;
-    const { default: pg } = await import('pg');
-    // Timestamps stay text (the engine writes RFC 3339 strings; the database's clock is used in SQL only).
-    this.pool = new pg.Pool({
-      connectionString: this.target.connection,
-      max: 4,
-      idleTimeoutMillis: 10_000,
-      application_name: 'pipeline',
-      // A transaction is never held across a model call; one left open by a bug ends by itself.
-      options: '-c idle_in_transaction_session_timeout=60000',
+  /**
+   * The connection pools, made on first use: commits get their own small pool whose sessions plan
+   * prepared statements generically — the commit statement is the same every time, and planning
+   * its CTEs anew for each commit was a third of the server's CPU — while everything else keeps
+   * per-value plans (a listing of a rare status must use the status index; a generic plan, which
+   * cannot know the value is rare, scanned a million rows in id order instead).
+   */
+  private pools: Promise<{ other: Pool; commit: Pool }> | undefined;
+  private connect(purpose: 'other' | 'commit' = 'other'): Promise<Pool> {
+    this.pools ??= import('pg').then(({ default: pg }) => {
+      const make = (max: number, settings: string) => {
+        // Timestamps stay text (the engine writes RFC 3339 strings; the database's clock is used in SQL only).
+        const pool = new pg.Pool({
+          connectionString: this.target.connection,
+          max,
+          idleTimeoutMillis: 10_000,
+          application_name: 'pipeline',
+          // A transaction is never held across a model call; one left open by a bug ends by itself.
+          options: `-c idle_in_transaction_session_timeout=60000${settings}`,
+        });
+        pool.on('error', () => undefined); // an idle client's lost connection is replaced on next use
+        return pool;
+      };
+      return { other: make(4, ''), commit: make(2, ' -c plan_cache_mode=force_generic_plan') };
     });
-    this.pool.on('error', () => undefined); // an idle client's lost connection is replaced on next use
-    return this.pool;
+    return this.pools.then((pools) => pools[purpose]);
   }
 
   /** One statement on a pooled connection; a named one (`{name, text}`) is prepared once per connection. */
   private async query<R extends object = Record<string, unknown>>(
     text: string | { name: string; text: string },
     values: unknown[] = [],
+    purpose: 'other' | 'commit' = 'other',
   ): Promise<{ rows: R[]; rowCount: number }> {
-    const pool = await this.connect();
+    const pool = await this.connect(purpose);
     const result = await (typeof text === 'string' ? pool.query(text, values) : pool.query({ ...text, values }));
     return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
   }
@@ -252,9 +265,9 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
-    const pool = this.pool;
-    this.pool = undefined;
-    await pool?.end();
+    const pools = this.pools;
+    this.pools = undefined;
+    if (pools) await pools.then(({ other, commit }) => Promise.all([other.end(), commit.end()]));
   }
 
   async recover(options: { sweep?: boolean } = {}): Promise<number> {
@@ -295,10 +308,12 @@ export class PostgresStore implements Store {
     const column = (name: string) => (alias ? `${alias}.${name}` : name);
     const clauses: string[] = [];
     if (query.status !== undefined) {
-      values.push(([] as string[]).concat(query.status));
-      clauses.push(
-        malformed ? `(${column('status')} = ANY($${values.length}) OR ${column('status')} IS NULL)` : `${column('status')} = ANY($${values.length})`,
-      );
+      const statuses = ([] as string[]).concat(query.status);
+      // One status as `=`, not `= ANY(…)`: the (status, id) index then yields rows in id order, so a
+      // keyset page or a claim reads its LIMIT rows and stops instead of sorting every match.
+      values.push(statuses.length === 1 ? statuses[0] : statuses);
+      const match = statuses.length === 1 ? `${column('status')} = $${values.length}` : `${column('status')} = ANY($${values.length})`;
+      clauses.push(malformed ? `(${match} OR ${column('status')} IS NULL)` : match);
     } else if (!malformed) {
       clauses.push(`${column('status')} IS NOT NULL`);
     }
@@ -619,7 +634,7 @@ export class PostgresStore implements Store {
       change.audit.map((row) => JSON.stringify(row)),
     ];
     const { rows } = await retrying(() =>
-      this.query<{ version: string | null; leased: boolean; present: boolean }>({ name: COMMIT_STATEMENT, text: this.commitStatement() }, values),
+      this.query<{ version: string | null; leased: boolean; present: boolean }>({ name: COMMIT_STATEMENT, text: this.commitStatement() }, values, 'commit'),
     );
     const row = rows[0]!;
     if (row.version !== null) {
@@ -795,6 +810,10 @@ export class PostgresStore implements Store {
         );
       }
     });
+    // Statistics now, not when autovacuum gets to it: without them the planner takes the freshly
+    // filled tables for nearly empty and sorts every match of a claim instead of reading the
+    // status index in order.
+    await this.query(`ANALYZE ${['proposals', 'audit', 'ledger_rows', 'entries', 'leases'].map((table) => this.t(table)).join(', ')}`);
   }
 
   // ---------------------------------------------------------------- leases
@@ -824,9 +843,12 @@ export class PostgresStore implements Store {
     // The candidates are picked once (a MATERIALIZED CTE), skipping rows other claims are taking
     // right now, then leased in the same statement; one more row says how far the pick went, so
     // the next claim continues after it even when a race left some picked rows to another worker.
+    // The pick carries ids and versions only (whatever it must sort stays small); each document is
+    // joined afterwards at the version the pick locked — the statement's snapshot may predate a
+    // commit the lock waited for, and then no document comes and the read that follows fetches it.
     const { rows } = await this.query<{ key: string; token: string; doc: string | null; version: string | null }>(
       `WITH picked AS MATERIALIZED (
-         SELECT p.id, p.doc, p.version FROM ${this.t('proposals')} p
+         SELECT p.id, p.version FROM ${this.t('proposals')} p
           WHERE NOT EXISTS (SELECT 1 FROM ${this.t('leases')} l WHERE l.stage = $1 AND l.key = p.id AND l.expires_at > now()) ${where}
           ORDER BY p.id LIMIT $4
           FOR UPDATE OF p SKIP LOCKED),
@@ -836,7 +858,9 @@ export class PostgresStore implements Store {
          ON CONFLICT (stage, key) DO UPDATE SET token = EXCLUDED.token, owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
            WHERE l.expires_at <= now()
          RETURNING key, token::text AS token)
-       SELECT leased.key, leased.token, picked.doc, picked.version::text AS version FROM leased JOIN picked ON picked.id = leased.key
+       SELECT leased.key, leased.token, picked.version::text AS version,
+              (SELECT d.doc FROM ${this.t('proposals')} d WHERE d.id = picked.id AND d.version = picked.version) AS doc
+         FROM leased JOIN picked ON picked.id = leased.key
        UNION ALL
        SELECT '', (SELECT count(*)::text || ':' || coalesce(max(id), '') FROM picked), NULL, NULL`,
       values,
