@@ -267,7 +267,12 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     const pools = this.pools;
     this.pools = undefined;
-    if (pools) await pools.then(({ other, commit }) => Promise.all([other.end(), commit.end()]));
+    // (pg that never loaded has no pools to end.)
+    if (pools)
+      await pools.then(
+        ({ other, commit }) => Promise.all([other.end(), commit.end()]),
+        () => undefined,
+      );
   }
 
   async recover(options: { sweep?: boolean } = {}): Promise<number> {
@@ -813,7 +818,9 @@ export class PostgresStore implements Store {
     // Statistics now, not when autovacuum gets to it: without them the planner takes the freshly
     // filled tables for nearly empty and sorts every match of a claim instead of reading the
     // status index in order.
-    await this.query(`ANALYZE ${['proposals', 'audit', 'ledger_rows', 'entries', 'leases'].map((table) => this.t(table)).join(', ')}`);
+    // The copy has landed by now: statistics that cannot be taken (cancelled, no privilege) are
+    // autovacuum's to take later, never a failed copy.
+    await this.query(`ANALYZE ${['proposals', 'audit', 'ledger_rows', 'entries', 'leases'].map((table) => this.t(table)).join(', ')}`).catch(() => undefined);
   }
 
   // ---------------------------------------------------------------- leases
