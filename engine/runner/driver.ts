@@ -271,7 +271,7 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
         break;
       }
       await sleep(Math.min(delay, Math.max(0, deadline - Date.now())));
-      delay = Math.min(delay * 2, 250);
+      delay = Math.min(delay * 2, 50);
       await pass({ keys: pending });
     }
   } finally {
