@@ -136,7 +136,7 @@ function isIntent(value: unknown): value is Intent {
   if (kind === 'commit' ? typeof prev !== 'string' : prev !== undefined) return false;
   // Every row and entry must be of the proposal the intent names: a line cannot act on another.
   const ours = (row: unknown): row is Record<string, unknown> => isObject(row) && row['id'] === id;
-  if (!Array.isArray(audit) || audit.length === 0 || !audit.every(ours) || !audit.every((row) => typeof row['to'] === 'string')) return false;
+  if (!Array.isArray(audit) || audit.length === 0 || !audit.every((row) => ours(row) && typeof row['to'] === 'string')) return false;
   if (!Array.isArray(ledger) || !ledger.every((write) => isObject(write) && isLedger(write['ledger']) && isObject(write['row']))) return false;
   const entry = (write: unknown) =>
     ours(write) &&

@@ -817,9 +817,8 @@ export class PostgresStore implements Store {
     });
     // Statistics now, not when autovacuum gets to it: without them the planner takes the freshly
     // filled tables for nearly empty and sorts every match of a claim instead of reading the
-    // status index in order.
-    // The copy has landed by now: statistics that cannot be taken (cancelled, no privilege) are
-    // autovacuum's to take later, never a failed copy.
+    // status index in order. Best effort — the copy has landed by now, and statistics that cannot
+    // be taken (cancelled, no privilege) are autovacuum's to take later, never a failed copy.
     await this.query(`ANALYZE ${['proposals', 'audit', 'ledger_rows', 'entries', 'leases'].map((table) => this.t(table)).join(', ')}`).catch(() => undefined);
   }
 
@@ -851,8 +850,9 @@ export class PostgresStore implements Store {
     // right now, then leased in the same statement; one more row says how far the pick went, so
     // the next claim continues after it even when a race left some picked rows to another worker.
     // The pick carries ids and versions only (whatever it must sort stays small); each document is
-    // joined afterwards at the version the pick locked — the statement's snapshot may predate a
-    // commit the lock waited for, and then no document comes and the read that follows fetches it.
+    // then fetched by primary key at the version the pick locked — the statement's snapshot may
+    // predate a commit the lock waited for, and then no document comes and the read that follows
+    // fetches it.
     const { rows } = await this.query<{ key: string; token: string; doc: string | null; version: string | null }>(
       `WITH picked AS MATERIALIZED (
          SELECT p.id, p.version FROM ${this.t('proposals')} p
