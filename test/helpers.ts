@@ -1,5 +1,6 @@
 /** Shared test helpers: temp directories, the shipped pipeline over a temp store, a fixed clock. */
-import { mkdtempSync, readFileSync, rmSync, cpSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, cpSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +22,30 @@ process.env['PIPELINE_AUTHOR_SECRET_FILE'] ??= path.join(mkdtempSync(path.join(o
 /** The author secret file the shipped pipeline uses in this test process. */
 export const SECRET_FILE = process.env['PIPELINE_AUTHOR_SECRET_FILE'];
 export const BIN = path.join(ROOT, 'bin', 'pipeline.js');
+
+let copied: string | undefined;
+afterAll(() => {
+  if (copied) rmSync(copied, { recursive: true, force: true });
+});
+/**
+ * The checkout (the built binary and the shipped pipeline) where `user` can read it, for a test
+ * that runs the binary as another user (root passes every permission check, so those tests run it
+ * as `nobody`): the checkout itself when that user can read it, else a copy of what the binary
+ * reads under the system's temp directory — a clone under a 0700 directory, as `mktemp -d` makes
+ * one, can be read by nobody else.
+ */
+export function readableCheckout(user: string): { root: string; bin: string } {
+  const here = { root: ROOT, bin: BIN };
+  if (spawnSync('runuser', ['-u', user, '--', 'test', '-r', BIN]).status === 0) return here;
+  if (!copied) {
+    copied = mkdtempSync(path.join(os.tmpdir(), 'pipeline-checkout-'));
+    chmodSync(copied, 0o755);
+    for (const entry of ['bin', 'dist', 'package.json', 'pipeline.yaml', 'machines', 'stages', 'rubrics', 'schemas'])
+      cpSync(path.join(ROOT, entry), path.join(copied, entry), { recursive: true });
+    spawnSync('chmod', ['-R', 'a+rX', copied]);
+  }
+  return { root: copied, bin: path.join(copied, 'bin', 'pipeline.js') };
+}
 
 const made: string[] = [];
 afterEach(() => {

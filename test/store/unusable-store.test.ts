@@ -13,7 +13,7 @@ import { PipelineError } from '../../engine/errors.js';
 import { describeFileStoreFailure, describePostgresFailure, withPlainFailures } from '../../engine/store/failures.js';
 import { FileStore } from '../../engine/store/file-store.js';
 import { runIn } from '../cli/memory-io.js';
-import { BIN, proposalInput, ROOT, SECRET_FILE, tempDir } from '../helpers.js';
+import { BIN, proposalInput, readableCheckout, ROOT, SECRET_FILE, tempDir } from '../helpers.js';
 import { LAYOUT, storeContract } from './contract.js';
 import { fileStoreHooks } from './file-hooks.js';
 
@@ -103,10 +103,11 @@ describe('a store this user cannot write', () => {
     // Root is not stopped by permissions: it runs the binary as nobody. Anyone else loses write access.
     spawnSync('chmod', ['-R', asRoot ? 'a+rX' : 'a-w', store]);
     const proposal = readFileSync(path.join(store, 'proposals', `${id}.json`), 'utf8');
-    const args = [BIN, '--store', store, 'confirm', id, '--visibility', 'org'];
+    const { root, bin } = asRoot ? readableCheckout('nobody') : { root: ROOT, bin: BIN };
+    const args = [bin, '--store', store, 'confirm', id, '--visibility', 'org'];
     const command = asRoot ? ['runuser', '-u', 'nobody', '--', process.execPath, ...args] : [process.execPath, ...args];
     const result = spawnSync(command[0]!, command.slice(1), {
-      cwd: ROOT,
+      cwd: root,
       env: { ...process.env, PIPELINE_CONFIG_CACHE: 'off', HOME: '/nonexistent', NO_COLOR: '1' },
       encoding: 'utf8',
     });

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BIN, ROOT } from '../helpers.js';
+import { BIN, readableCheckout, ROOT } from '../helpers.js';
 import { confirmedStore, run, storeEnv } from './harness.js';
 
 /** Every file under `dir` but the derived caches (`.index/`, and `cache/`, which SPEC §4 says is never
@@ -62,16 +62,11 @@ describe('read-only commands', () => {
     // Root is not stopped by permissions: it runs the binary as nobody. Anyone else loses write access.
     if (!asRoot) spawnSync('chmod', ['-R', 'a-w', t.storeDir]);
     const before = tree(t.storeDir);
-    if (asRoot) {
-      // The premise: `nobody` can reach the built binary (a checkout under a 0700 directory, as
-      // `mktemp -d` makes, cannot be run by anyone else).
-      const reach = spawnSync('runuser', ['-u', 'nobody', '--', 'test', '-r', BIN]);
-      expect(reach.status, `user nobody cannot read ${BIN}: clone the repository where other users can traverse (o+x on every parent directory)`).toBe(0);
-    }
+    const { root, bin } = asRoot ? readableCheckout('nobody') : { root: ROOT, bin: BIN };
     for (const args of [...READ_ONLY, ['show', t.ids[0]!]]) {
-      const command = asRoot ? ['runuser', '-u', 'nobody', '--', process.execPath, BIN, ...args] : [process.execPath, BIN, ...args];
+      const command = asRoot ? ['runuser', '-u', 'nobody', '--', process.execPath, bin, ...args] : [process.execPath, bin, ...args];
       const result = spawnSync(command[0]!, command.slice(1), {
-        cwd: ROOT,
+        cwd: root,
         env: { ...env, PIPELINE_CONFIG_CACHE: 'off', HOME: '/nonexistent' },
         encoding: 'utf8',
       });
