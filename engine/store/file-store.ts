@@ -13,13 +13,13 @@
  * tells a finished commit from an unfinished one), so nothing is ever half-recorded.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, linkSync, lstatSync, mkdirSync, promises as fs, readdirSync, unlinkSync } from 'node:fs';
+import { existsSync, linkSync, lstatSync, mkdirSync, promises as fs, readdirSync, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fsyncDir, groupSync, install, NotRegularFile, writeFileAtomic, writeTemp } from '../util/atomic-write.js';
 import { isUlid } from '../util/ids.js';
 import { isObject } from '../util/json-path.js';
 import { readAuditIndex, type AuditMemo } from './audit-index.js';
-import { appendText, isRealDirectory, lastByte, parseJsonLines, readRegular, readRegularFrom, sizeOf, sweepTemps } from './files.js';
+import { appendDurably, appendText, isRealDirectory, lastByte, parseJsonLines, readRegular, readRegularFrom, sizeOf, sweepTemps } from './files.js';
 import { COLLECTION_NAME, readIntents, Journal, type EntryIntent, type Intent } from './journal.js';
 import { LedgerIndex } from './ledger-index.js';
 import { ownerFileName, OwnerFiles, type Held } from './owner-files.js';
@@ -123,6 +123,9 @@ function notRegularReason(error: NotRegularFile): string {
   return `${error.what}, not a regular file`;
 }
 
+/** How long after the last change of `.journal/` a listing of it may be reused (see `journalNames`). */
+const JOURNAL_LISTING_SETTLED_MS = 2000;
+
 export class FileStore implements Store {
   readonly location: string;
   readonly cache: AnswerCache;
@@ -142,6 +145,8 @@ export class FileStore implements Store {
   private swept = false;
   /** Owner names seen alive, and when: a live owner is asked again after a second. */
   private readonly seenAlive = new Map<string, number>();
+  /** The last listing of `.journal/` (see `journalNames`). */
+  private journalListing: { ino: number; mtimeMs: number; listedAt: number; names: string[] } | undefined;
 
   constructor(options: FileStoreOptions) {
     this.location = path.resolve(options.dir);
@@ -441,7 +446,7 @@ export class FileStore implements Store {
       const attempt = this.owners.attempt(file, (owner) => replaying || this.journalOf(owner) === undefined);
       if ('held' in attempt) return attempt.held;
       if (attempt.holder === 'stale') {
-        this.seenAlive.clear(); // its owner was just found dead: do not trust an older sighting
+        this.forgetSightings(); // its owner was just found dead: do not trust an older sighting
         await this.replayDead();
         const left = this.journalOf(attempt.owner);
         if (left !== undefined) throw new Error(`cannot finish the interrupted commits in ${left}`);
@@ -599,8 +604,7 @@ export class FileStore implements Store {
     if (rows.length === 0) return;
     this.dir(this.location, true);
     await this.freshLine(file);
-    const { created } = appendText(file, rows.map((row) => `${JSON.stringify(row)}\n`).join(''));
-    await groupSync(file, true);
+    const { created } = await appendDurably(file, rows.map((row) => `${JSON.stringify(row)}\n`).join(''));
     if (created) await fsyncDir(this.location);
   }
 
@@ -748,8 +752,7 @@ export class FileStore implements Store {
    * processes — a listing of every directory, which a single command has no need to pay for.
    */
   async recover(options: { sweep?: boolean } = {}): Promise<number> {
-    if (!existsSync(this.location)) return 0;
-    if (options.sweep && !this.swept) {
+    if (options.sweep && !this.swept && existsSync(this.location)) {
       this.swept = true;
       const subdirs = await fs.readdir(this.location, { withFileTypes: true }).catch(() => []);
       const claims = await fs.readdir(path.join(this.location, '.claims')).catch(() => []);
@@ -763,6 +766,12 @@ export class FileStore implements Store {
     return this.replayDead();
   }
 
+  /** An owner was found dead: owners seen alive and the journals listed are looked at again. */
+  private forgetSightings(): void {
+    this.seenAlive.clear();
+    this.journalListing = undefined;
+  }
+
   private ownerAlive(name: string): boolean {
     const seen = this.seenAlive.get(name);
     if (seen !== undefined && Date.now() - seen < 1000) return true;
@@ -771,24 +780,53 @@ export class FileStore implements Store {
     return true;
   }
 
+  /**
+   * The names in `.journal/`. Every commit asks (through `recover`), so a listing is reused while
+   * the directory is unchanged: same inode and modification time, the listing taken well after
+   * that time (a journal created within the same clock tick cannot hide behind it) and less than
+   * a second ago (as a sighting of a live owner is trusted for a second). Anything else lists again.
+   */
+  private journalNames(fresh: boolean): string[] {
+    const dir = path.join(this.location, '.journal');
+    let stat: { ino: number; mtimeMs: number } | undefined;
+    try {
+      stat = statSync(dir);
+    } catch {
+      this.journalListing = undefined;
+      return [];
+    }
+    const now = Date.now();
+    const cached = this.journalListing;
+    if (
+      !fresh &&
+      cached &&
+      cached.ino === stat.ino &&
+      cached.mtimeMs === stat.mtimeMs &&
+      cached.listedAt - stat.mtimeMs >= JOURNAL_LISTING_SETTLED_MS &&
+      now - cached.listedAt < 1000
+    )
+      return cached.names;
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      this.journalListing = undefined;
+      return [];
+    }
+    this.journalListing = { ino: stat.ino, mtimeMs: stat.mtimeMs, listedAt: now, names };
+    return names;
+  }
+
   /** Replay and remove the journals of dead processes, one replayer at a time. Returns the commits finished. */
   private async replayDead(): Promise<number> {
     const dir = path.join(this.location, '.journal');
-    const dead = () => {
-      let names: string[];
-      try {
-        names = readdirSync(dir);
-      } catch {
-        return [];
-      }
-      return names.filter((name) => name.endsWith('.jsonl') && !this.ownerAlive(name.slice(0, -'.jsonl'.length)));
-    };
+    const dead = (fresh = false) => this.journalNames(fresh).filter((name) => name.endsWith('.jsonl') && !this.ownerAlive(name.slice(0, -'.jsonl'.length)));
     if (dead().length === 0) return 0;
     this.dir(path.join(this.location, '.locks'), true);
     const lock = await this.owners.acquire(this.lockFile('replay.lock'), 60_000);
     let finished = 0;
     try {
-      for (const name of dead()) {
+      for (const name of dead(true)) {
         const file = path.join(dir, name);
         // What cannot be finished (a link planted where the journal or an entry's directory
         // was, a ledger the configuration no longer has) is left in place, journal and all,
@@ -901,7 +939,7 @@ export class FileStore implements Store {
           return;
         }
         if (tried.holder !== 'stale') return;
-        this.seenAlive.clear();
+        this.forgetSightings();
         await this.replayDead();
       }
     };

@@ -17,7 +17,7 @@
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, promises as fs, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { NotRegularFile, writeAll } from '../util/atomic-write.js';
+import { groupSync, NotRegularFile, writeAll } from '../util/atomic-write.js';
 import { isAlive } from './process-identity.js';
 
 const { O_RDONLY, O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
@@ -151,23 +151,40 @@ export function lastByte(file: string): number | undefined {
   }
 }
 
+/** Open `file` to append to it, creating it if need be (`created`). */
+function openAppend(file: string): { fd: number; created: boolean } {
+  try {
+    return { fd: openRegular(file, O_WRONLY | O_APPEND), created: false };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    return { fd: openRegular(file, O_WRONLY | O_APPEND | O_CREAT), created: true };
+  }
+}
+
 /**
  * Append whole lines with one write (O_APPEND: concurrent appenders never interleave within a
  * line). Returns whether the file was created by this append (its directory entry then needs a
  * sync of the directory to be durable).
  */
 export function appendText(file: string, text: string): { created: boolean } {
-  let created = false;
-  let fd: number;
-  try {
-    fd = openRegular(file, O_WRONLY | O_APPEND);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    fd = openRegular(file, O_WRONLY | O_APPEND | O_CREAT);
-    created = true;
-  }
+  const { fd, created } = openAppend(file);
   try {
     writeAll(fd, Buffer.from(text));
+  } finally {
+    closeSync(fd);
+  }
+  return { created };
+}
+
+/**
+ * `appendText`, then wait until the text is durable: the sync uses the descriptor the text was
+ * written through (not the file opened again) and is shared with concurrent appends to the file.
+ */
+export async function appendDurably(file: string, text: string): Promise<{ created: boolean }> {
+  const { fd, created } = openAppend(file);
+  try {
+    writeAll(fd, Buffer.from(text));
+    await groupSync(file, true, fd);
   } finally {
     closeSync(fd);
   }

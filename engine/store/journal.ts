@@ -12,8 +12,8 @@
 import { unlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { AuditRow, LedgerWrite } from './types.js';
-import { fsyncDir, groupSync } from '../util/atomic-write.js';
-import { appendText, parseJsonLines, readRegular } from './files.js';
+import { fsyncDir } from '../util/atomic-write.js';
+import { appendDurably, parseJsonLines, readRegular } from './files.js';
 import { isObject } from '../util/json-path.js';
 
 /** A collection of pool entries (a directory of the store): the store refuses any other name. */
@@ -60,13 +60,13 @@ export class Journal {
     this.inFlight++;
     try {
       const line = `${JSON.stringify(intent)}\n`;
-      const { created } = appendText(this.file, line);
+      const appended = appendDurably(this.file, line);
       this.bytes += line.length;
+      const { created } = await appended;
       if (created || !this.created) {
         this.created = true;
         await fsyncDir(this.dir);
       }
-      await groupSync(this.file, true);
     } catch (error) {
       this.done();
       throw error;

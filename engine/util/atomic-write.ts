@@ -32,29 +32,32 @@ export class NotRegularFile extends Error {
 /**
  * Group commit: concurrent requests to make a file's writes (or a directory's entries) durable
  * share one sync. A request waits for a sync that starts after it was made, because one already
- * running may not cover its write.
+ * running may not cover its write. A request may bring a descriptor of the file, open until the
+ * request is answered, for the sync it starts to use instead of opening the file again.
  */
 export class GroupSync {
   private running: Promise<void> | undefined;
   private next: Promise<void> | undefined;
-  constructor(private readonly sync: () => Promise<void>) {}
+  constructor(private readonly sync: (fd?: number) => Promise<void>) {}
 
-  request(): Promise<void> {
-    if (!this.running) return this.start();
+  request(fd?: number): Promise<void> {
+    if (!this.running) return this.start(fd);
+    // The first request to wait brings the descriptor the next sync uses: it stays open while
+    // that request waits, i.e. until the next sync is over.
     this.next ??= this.running.then(
-      () => this.startNext(),
-      () => this.startNext(),
+      () => this.startNext(fd),
+      () => this.startNext(fd),
     );
     return this.next;
   }
 
-  private startNext(): Promise<void> {
+  private startNext(fd: number | undefined): Promise<void> {
     this.next = undefined;
-    return this.start();
+    return this.start(fd);
   }
 
-  private start(): Promise<void> {
-    const running: Promise<void> = this.sync().finally(() => {
+  private start(fd: number | undefined): Promise<void> {
+    const running: Promise<void> = this.sync(fd).finally(() => {
       if (this.running === running) this.running = undefined;
     });
     this.running = running;
@@ -64,23 +67,28 @@ export class GroupSync {
 
 const groups = new Map<string, GroupSync>();
 
-async function syncPath(target: string, data: boolean): Promise<void> {
+async function syncPath(target: string, data: boolean, open?: number): Promise<void> {
+  const sync = data ? fdatasyncAsync : fsyncAsync;
+  if (open !== undefined) return sync(open);
   const fd = openSync(target, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   try {
-    await (data ? fdatasyncAsync(fd) : fsyncAsync(fd));
+    await sync(fd);
   } finally {
     closeSync(fd);
   }
 }
 
-/** Make `target`'s writes so far durable, sharing the sync with concurrent requests. */
-export function groupSync(target: string, data: boolean): Promise<void> {
+/**
+ * Make `target`'s writes so far durable, sharing the sync with concurrent requests. `fd`, when
+ * given, is a descriptor of `target` that the caller keeps open until this resolves.
+ */
+export function groupSync(target: string, data: boolean, fd?: number): Promise<void> {
   let group = groups.get(target);
   if (!group) {
-    group = new GroupSync(() => syncPath(target, data));
+    group = new GroupSync((open) => syncPath(target, data, open));
     groups.set(target, group);
   }
-  return group.request();
+  return group.request(fd);
 }
 
 /** Make a directory's entries (renames, links) durable; concurrent calls share one fsync. */

@@ -336,6 +336,31 @@ describe('file store: a commit lands whole, whatever point a crash hits', () => 
     });
   }
 
+  it('finds the journal of a process that died after this store last listed the journals (the listing is reused only while the directory is unchanged)', async () => {
+    const store = make();
+    const version = await seed(store);
+    // The journal directory settled long ago, and this store has just listed it: a listing it may reuse.
+    const journals = path.join(store.location, '.journal');
+    const past = new Date(Date.now() - 60_000);
+    utimesSync(journals, past, past);
+    expect(await store.recover()).toBe(0);
+    crashAt(store.location, 'journaled', version, ledger);
+    // As when a commit failed halfway and its process died later: no stale lock points at the journal.
+    unlinkSync(path.join(store.location, '.locks', `${ID}.lock`));
+    // The engine asks the store to recover before each commit; the listing it reuses must not hide the new journal.
+    expect(await store.recover()).toBe(1);
+    expect(
+      await store.commit({
+        id: ID,
+        version,
+        next: { ...pending, status: 'confirmed' },
+        audit: [{ ...created, event: 'confirm', from: 'pending', to: 'confirmed', at: '2026-11-01T00:00:02Z' }],
+      }),
+    ).toEqual({ ok: false, reason: 'changed' });
+    const read = await store.read(ID);
+    expect(read.kind === 'found' && read.stored.proposal['status']).toBe('passed');
+  });
+
   it('leaves a commit killed after its audit row as it is (it was complete), and a run start finds nothing to do', async () => {
     const store = make();
     const version = await seed(store);

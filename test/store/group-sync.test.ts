@@ -34,4 +34,25 @@ describe('GroupSync', () => {
     await group.request();
     expect(syncs).toBe(2);
   });
+
+  it('syncs through the descriptor of the request that starts the sync, while that request still waits', async () => {
+    const used: (number | undefined)[] = [];
+    const waiting = new Set<number>();
+    const group = new GroupSync(async (fd) => {
+      used.push(fd);
+      // The request whose descriptor this sync uses has not been answered: it keeps it open.
+      if (fd !== undefined) expect(waiting.has(fd)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    });
+    const ask = async (fd?: number) => {
+      if (fd !== undefined) waiting.add(fd);
+      await group.request(fd);
+      if (fd !== undefined) waiting.delete(fd);
+    };
+    const first = ask(3);
+    const later = [ask(7), ask(8), ask()];
+    await Promise.all([first, ...later]);
+    await ask();
+    expect(used).toEqual([3, 7, undefined]);
+  });
 });
