@@ -4,10 +4,12 @@
  * runs every scenario in its own process — so each peak RSS is that scenario's alone — prints
  * the tables and writes bench/results.json.
  *
- *   node bench/run.js [--quick] [--only lifecycle,list,stores,cold,latency,pool,postgres]
+ *   node bench/run.js [--quick] [--only lifecycle,batch,list,stores,cold,latency,pool,postgres]
  *
  * The reference ratios (SPEC §9) are measured at N = 1,000 and N = 10,000 in every run, --quick
- * included: judge + promote and confirm (lifecycle), and listing N confirmed proposals (list).
+ * included: judge + promote as users run it — the binary's `run judge --yes`, one pass (batch) —
+ * and through the engine API in two passes, confirm (lifecycle), and listing N confirmed
+ * proposals (list).
  * --quick: stores up to 10,000, a pool of 10,000, shorter latency runs (a smoke test, not the numbers).
  */
 import { spawnSync } from 'node:child_process';
@@ -28,6 +30,11 @@ const wanted = (name) => !only || only.has(name);
 
 const plan = {
   lifecycle: [1000, 10_000],
+  // [N, runs]: the binary's `run judge --yes` on a fresh store each run (median of the runs).
+  batch: [
+    [1000, 3],
+    [10_000, 1],
+  ],
   list: [1000, 10_000],
   stores: quick ? [1000, 10_000] : [1000, 10_000, 100_000],
   pool: quick ? [10_000] : [100_000],
@@ -85,6 +92,13 @@ if (wanted('lifecycle')) {
     results.lifecycle.push(child('lifecycle.js', [n]));
   }
   results.perProposal = results.lifecycle.map(perProposal);
+}
+if (wanted('batch')) {
+  results.batch = [];
+  for (const [n, runs] of plan.batch) {
+    log(`batch: the binary's run judge --yes on ${n} confirmed proposals (${runs} run${runs > 1 ? 's' : ''})…`);
+    results.batch.push(child('batch.js', [n, runs]));
+  }
 }
 if (wanted('list')) {
   results.list = [];

@@ -52,8 +52,10 @@ export function referenceRatios(results) {
     const row = listAt(n);
     return row ? row[key].medianMs / n : undefined;
   };
+  const batchAt = (n) => (results.batch ?? []).find((row) => row.n === n)?.medianPerProposalMs;
   const rows = [
-    { what: 'judge + promote (×8)', reference: REFERENCE.judge + REFERENCE.promote, at: (n) => perProposalAt(n)?.judgePlusPromote },
+    { what: 'judge + promote: run judge --yes', reference: REFERENCE.judge + REFERENCE.promote, at: batchAt },
+    { what: 'judge ×8, then promote ×8 (API)', reference: REFERENCE.judge + REFERENCE.promote, at: (n) => perProposalAt(n)?.judgePlusPromote },
     { what: 'confirm (8 at a time)', reference: REFERENCE.confirm, at: (n) => perProposalAt(n)?.confirmParallel8 },
     { what: 'confirm (one by one)', reference: REFERENCE.confirm, at: (n) => perProposalAt(n)?.confirmSequential },
     { what: 'list --json, first (no index)', reference: REFERENCE.list1000Json / 1000, at: listPer('first') },
@@ -183,6 +185,23 @@ export function renderTables(results, verdicts) {
         `Reference ratios: reference ÷ measured, per proposal (SPEC §9); target ≥ ${RATIO_TARGET}× at N = 1,000 and 10,000`,
         ['', 'reference', ...RATIO_SIZES.flatMap((n) => [`N=${n.toLocaleString('en')}`, 'ratio']), `≥ ${RATIO_TARGET}×`],
         ratios.map((row) => [row.what, ms(row.referenceMs), ...row.sizes.flatMap(cells), row.met === null ? 'not measured' : row.met ? 'met' : 'NOT MET']),
+      ),
+    );
+  }
+  if (results.batch?.length) {
+    const each = (row, pick) => row.runs.map(pick).join(' / ');
+    parts.push(
+      table(
+        "judge + promote as users run it: the binary's `run judge --yes` on N confirmed proposals, fresh store each run, start-up included",
+        ['N', 'median per proposal', 'each run', 'user s', 'system s', 'peak RSS'],
+        results.batch.map((row) => [
+          row.n,
+          ms(row.medianPerProposalMs),
+          each(row, (run) => ms(run.perProposalMs)),
+          each(row, (run) => run.userS ?? '—'),
+          each(row, (run) => run.sysS ?? '—'),
+          each(row, (run) => mb(run.maxRssKb)),
+        ]),
       ),
     );
   }
