@@ -234,6 +234,44 @@ describe.skipIf(!PG_URL)('PostgreSQL store claims at any queue length (SPEC §11
     expect(scans.length).toBeGreaterThan(0);
     for (const scan of scans) expect(scan['Actual Rows'] * scan['Actual Loops']).toBeLessThanOrEqual(20);
   }, 30_000);
+
+  it('lands a copy whose statistics cannot be taken: the ANALYZE after it is best effort', async () => {
+    const url = freshSchemaUrl('analyze');
+    const store = open(url);
+    const schema = parsePostgresUrl(url).schema;
+    // The tables made (a first write), then emptied again, so that another session can lock one.
+    await store.create({ proposal: { id: ID, status: 'confirmed' }, key: 'k', audit: createAudit });
+    await sql(async (run) => {
+      for (const table of ['audit', 'proposals']) await run(`DELETE FROM "${schema}".${table}`);
+    });
+    const next = monotonicFactory();
+    const ids = Array.from({ length: 20 }, () => next());
+    async function* copied(): AsyncIterable<Dumped> {
+      for (const [i, id] of ids.entries()) yield { kind: 'proposal', id, key: `c${i}`, text: `${JSON.stringify({ id, status: 'confirmed' })}\n` };
+    }
+    await sql(async (run) => {
+      // Another session holds a table the ANALYZE must lock; the ANALYZE waits, and is cancelled.
+      await run('BEGIN');
+      await run(`LOCK TABLE "${schema}".leases IN SHARE UPDATE EXCLUSIVE MODE`);
+      const loading = store.load(copied());
+      let cancelled = false;
+      for (let i = 0; i < 200 && !cancelled; i++) {
+        // (Of the copy's statements, only the ANALYZE takes this lock.)
+        const waiting = await run(`SELECT pid FROM pg_locks WHERE NOT granted AND mode = 'ShareUpdateExclusiveLock' AND relation = $1::regclass`, [
+          `"${schema}".leases`,
+        ]);
+        for (const row of waiting) cancelled = (await run('SELECT pg_cancel_backend($1) AS done', [row['pid']]))[0]!['done'] || cancelled;
+        if (!cancelled) await sleep(50);
+      }
+      try {
+        expect(cancelled).toBe(true);
+        await expect(loading).resolves.toBeUndefined();
+      } finally {
+        await run('ROLLBACK');
+      }
+    });
+    for (const id of ids) expect((await store.read(id)).kind).toBe('found');
+  }, 30_000);
 });
 
 describe.skipIf(!PG_URL)('PostgreSQL store when the database refuses a commit (SPEC §11)', () => {

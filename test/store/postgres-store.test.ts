@@ -12,6 +12,17 @@ const track = <T extends Store>(store: T): T => {
   return store;
 };
 
+describe('PostgreSQL handle, no server needed', () => {
+  it('closes quietly, twice, when it never connected and when its server refused it', async () => {
+    const never = new PostgresStore(parsePostgresUrl('postgres://nobody@127.0.0.1:1/none'), LAYOUT);
+    await expect(never.close()).resolves.toBeUndefined();
+    await expect(never.close()).resolves.toBeUndefined();
+    const refused = new PostgresStore(parsePostgresUrl('postgres://nobody@127.0.0.1:1/none'), LAYOUT);
+    await expect(refused.exists()).rejects.toThrow();
+    await expect(refused.close()).resolves.toBeUndefined();
+  });
+});
+
 describe.skipIf(!PG_URL)('PostgreSQL', () => {
   storeContract('postgres store', {
     make: async (layout) => track(new PostgresStore(parsePostgresUrl(freshSchemaUrl()), layout)),
