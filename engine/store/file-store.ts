@@ -13,7 +13,7 @@
  * tells a finished commit from an unfinished one), so nothing is ever half-recorded.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, linkSync, lstatSync, mkdirSync, promises as fs, readdirSync, statSync, unlinkSync } from 'node:fs';
+import { existsSync, linkSync, lstatSync, mkdirSync, promises as fs, readdirSync, type Stats, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fsyncDir, groupSync, install, NotRegularFile, writeFileAtomic, writeTemp } from '../util/atomic-write.js';
 import { isUlid } from '../util/ids.js';
@@ -146,7 +146,7 @@ export class FileStore implements Store {
   /** Owner names seen alive, and when: a live owner is asked again after a second. */
   private readonly seenAlive = new Map<string, number>();
   /** The last listing of `.journal/` (see `journalNames`). */
-  private journalListing: { ino: number; mtimeMs: number; listedAt: number; names: string[] } | undefined;
+  private journalListing: { identity: string; listedAt: number; listedTick: number; names: string[] } | undefined;
 
   constructor(options: FileStoreOptions) {
     this.location = path.resolve(options.dir);
@@ -782,30 +782,27 @@ export class FileStore implements Store {
 
   /**
    * The names in `.journal/`. Every commit asks (through `recover`), so a listing is reused while
-   * the directory is unchanged: same inode and modification time, the listing taken well after
-   * that time (a journal created within the same clock tick cannot hide behind it) and less than
-   * a second ago (as a sighting of a live owner is trusted for a second). Anything else lists again.
+   * the directory is unchanged — same device, inode, modification and change times — if it was
+   * taken well after the last change by this host's clock (so a journal created within the same
+   * timestamp tick cannot hide behind an unchanged time), and for less than a second: as a sighting
+   * of a live owner is trusted for a second, which also bounds what a file system on another
+   * clock, or with coarse timestamps, could hide. Anything else lists again.
    */
   private journalNames(fresh: boolean): string[] {
     const dir = path.join(this.location, '.journal');
-    let stat: { ino: number; mtimeMs: number } | undefined;
+    let stat: Stats;
     try {
       stat = statSync(dir);
     } catch {
       this.journalListing = undefined;
       return [];
     }
-    const now = Date.now();
+    const identity = `${stat.dev}:${stat.ino}:${stat.mtimeMs}:${stat.ctimeMs}`;
     const cached = this.journalListing;
-    if (
-      !fresh &&
-      cached &&
-      cached.ino === stat.ino &&
-      cached.mtimeMs === stat.mtimeMs &&
-      cached.listedAt - stat.mtimeMs >= JOURNAL_LISTING_SETTLED_MS &&
-      now - cached.listedAt < 1000
-    )
+    if (!fresh && cached?.identity === identity && cached.listedAt - stat.mtimeMs >= JOURNAL_LISTING_SETTLED_MS && performance.now() - cached.listedTick < 1000)
       return cached.names;
+    const listedAt = Date.now();
+    const listedTick = performance.now();
     let names: string[];
     try {
       names = readdirSync(dir);
@@ -813,7 +810,7 @@ export class FileStore implements Store {
       this.journalListing = undefined;
       return [];
     }
-    this.journalListing = { ino: stat.ino, mtimeMs: stat.mtimeMs, listedAt: now, names };
+    this.journalListing = { identity, listedAt, listedTick, names };
     return names;
   }
 

@@ -17,7 +17,7 @@
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, promises as fs, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { groupSync, NotRegularFile, writeAll } from '../util/atomic-write.js';
+import { groupSyncOpen, NotRegularFile, writeAll } from '../util/atomic-write.js';
 import { isAlive } from './process-identity.js';
 
 const { O_RDONLY, O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
@@ -36,8 +36,8 @@ function openRegular(file: string, flags: number, mode = 0o644): number {
   return openRegularSized(file, flags, mode).fd;
 }
 
-/** `openRegular`, with the size its fstat saw (so a reader need not stat the file again). */
-function openRegularSized(file: string, flags: number, mode = 0o644): { fd: number; size: number } {
+/** `openRegular`, with the size and identity its fstat saw (so a reader need not stat the file again). */
+function openRegularSized(file: string, flags: number, mode = 0o644): { fd: number; size: number; inode: string } {
   let fd: number;
   try {
     fd = openSync(file, flags | O_NOFOLLOW | O_NONBLOCK, mode);
@@ -53,7 +53,7 @@ function openRegularSized(file: string, flags: number, mode = 0o644): { fd: numb
     closeSync(fd);
     throw new NotRegularFile(file, describeType(stat));
   }
-  return { fd, size: stat.size };
+  return { fd, size: stat.size, inode: `${stat.dev}:${stat.ino}` };
 }
 
 /** Read all of an open file. */
@@ -152,12 +152,12 @@ export function lastByte(file: string): number | undefined {
 }
 
 /** Open `file` to append to it, creating it if need be (`created`). */
-function openAppend(file: string): { fd: number; created: boolean } {
+function openAppend(file: string): { fd: number; inode: string; created: boolean } {
   try {
-    return { fd: openRegular(file, O_WRONLY | O_APPEND), created: false };
+    return { ...openRegularSized(file, O_WRONLY | O_APPEND), created: false };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    return { fd: openRegular(file, O_WRONLY | O_APPEND | O_CREAT), created: true };
+    return { ...openRegularSized(file, O_WRONLY | O_APPEND | O_CREAT), created: true };
   }
 }
 
@@ -178,13 +178,15 @@ export function appendText(file: string, text: string): { created: boolean } {
 
 /**
  * `appendText`, then wait until the text is durable: the sync uses the descriptor the text was
- * written through (not the file opened again) and is shared with concurrent appends to the file.
+ * written through (not the file opened again) and is shared with concurrent appends to the same
+ * file — the same inode, not just the same name, so an append to a file that replaced another
+ * (a journal removed and made again) is never answered by a sync of the old one.
  */
 export async function appendDurably(file: string, text: string): Promise<{ created: boolean }> {
-  const { fd, created } = openAppend(file);
+  const { fd, inode, created } = openAppend(file);
   try {
     writeAll(fd, Buffer.from(text));
-    await groupSync(file, true, fd);
+    await groupSyncOpen(`${file}\u0000${inode}`, fd);
   } finally {
     closeSync(fd);
   }

@@ -60,9 +60,8 @@ export class Journal {
     this.inFlight++;
     try {
       const line = `${JSON.stringify(intent)}\n`;
-      const appended = appendDurably(this.file, line);
+      const { created } = await appendDurably(this.file, line);
       this.bytes += line.length;
-      const { created } = await appended;
       if (created || !this.created) {
         this.created = true;
         await fsyncDir(this.dir);

@@ -67,26 +67,40 @@ export class GroupSync {
 
 const groups = new Map<string, GroupSync>();
 
-async function syncPath(target: string, data: boolean, open?: number): Promise<void> {
-  const sync = data ? fdatasyncAsync : fsyncAsync;
-  if (open !== undefined) return sync(open);
+async function syncPath(target: string, data: boolean): Promise<void> {
   const fd = openSync(target, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
   try {
-    await sync(fd);
+    await (data ? fdatasyncAsync(fd) : fsyncAsync(fd));
   } finally {
     closeSync(fd);
   }
 }
 
-/**
- * Make `target`'s writes so far durable, sharing the sync with concurrent requests. `fd`, when
- * given, is a descriptor of `target` that the caller keeps open until this resolves.
- */
-export function groupSync(target: string, data: boolean, fd?: number): Promise<void> {
+/** Make `target`'s writes so far durable, sharing the sync with concurrent requests. */
+export function groupSync(target: string, data: boolean): Promise<void> {
   let group = groups.get(target);
   if (!group) {
-    group = new GroupSync((open) => syncPath(target, data, open));
+    group = new GroupSync(() => syncPath(target, data));
     groups.set(target, group);
+  }
+  return group.request();
+}
+
+const openGroups = new Map<string, GroupSync>();
+
+/**
+ * Make the data written through `fd` durable, sharing the sync with concurrent requests for the
+ * same file: `file` names one inode (a path and its device and inode numbers), never just a path,
+ * so a write to a file that replaced another is never answered by a sync of the old one. Each
+ * request brings a descriptor of that inode and keeps it open until this resolves; a sync uses
+ * the descriptor of the request that started it.
+ */
+export function groupSyncOpen(file: string, fd: number): Promise<void> {
+  let group = openGroups.get(file);
+  if (!group) {
+    // Every request of these groups brings its descriptor, so a sync always has one.
+    group = new GroupSync((open) => fdatasyncAsync(open as number));
+    openGroups.set(file, group);
   }
   return group.request(fd);
 }

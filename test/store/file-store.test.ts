@@ -303,6 +303,19 @@ function crashAt(dir: string, step: string, version: string, extra: string): num
   return result.pid;
 }
 
+/** A commit computed from `version` is refused as stale: the interrupted one (to `passed`) landed first. */
+async function expectFinishedFirst(store: FileStore, version: string): Promise<void> {
+  const stale = {
+    id: ID,
+    version,
+    next: { ...pending, status: 'confirmed' },
+    audit: [{ ...created, event: 'confirm', from: 'pending', to: 'confirmed', at: '2026-11-01T00:00:02Z' }],
+  };
+  expect(await store.commit(stale)).toEqual({ ok: false, reason: 'changed' });
+  const read = await store.read(ID);
+  expect(read.kind === 'found' && read.stored.proposal['status']).toBe('passed');
+}
+
 describe('file store: a commit lands whole, whatever point a crash hits', () => {
   const ledger = `ledger: [{ ledger: 'passed', row: { id: ${JSON.stringify(ID)}, reason: null } }], entries: [{ op: 'put', collection: 'approved', id: ${JSON.stringify(ID)}, entry: { id: ${JSON.stringify(ID)} } }]`;
 
@@ -313,16 +326,7 @@ describe('file store: a commit lands whole, whatever point a crash hits', () => 
       const killed = crashAt(store.location, step, version, ledger);
       const next = make(store.location);
       // The next writer finishes the interrupted commit first; its own (stale) commit is then refused.
-      expect(
-        await next.commit({
-          id: ID,
-          version,
-          next: { ...pending, status: 'confirmed' },
-          audit: [{ ...created, event: 'confirm', from: 'pending', to: 'confirmed', at: '2026-11-01T00:00:02Z' }],
-        }),
-      ).toEqual({ ok: false, reason: 'changed' });
-      const read = await next.read(ID);
-      expect(read.kind === 'found' && read.stored.proposal['status']).toBe('passed');
+      await expectFinishedFirst(next, version);
       expect(await all(next.ledger('passed'))).toEqual([{ id: ID, reason: null }]);
       expect(await next.readEntry('approved', ID)).toEqual({ id: ID });
       const rows = await all(next.audit({ id: ID }));
@@ -349,16 +353,7 @@ describe('file store: a commit lands whole, whatever point a crash hits', () => 
     unlinkSync(path.join(store.location, '.locks', `${ID}.lock`));
     // The engine asks the store to recover before each commit; the listing it reuses must not hide the new journal.
     expect(await store.recover()).toBe(1);
-    expect(
-      await store.commit({
-        id: ID,
-        version,
-        next: { ...pending, status: 'confirmed' },
-        audit: [{ ...created, event: 'confirm', from: 'pending', to: 'confirmed', at: '2026-11-01T00:00:02Z' }],
-      }),
-    ).toEqual({ ok: false, reason: 'changed' });
-    const read = await store.read(ID);
-    expect(read.kind === 'found' && read.stored.proposal['status']).toBe('passed');
+    await expectFinishedFirst(store, version);
   });
 
   it('leaves a commit killed after its audit row as it is (it was complete), and a run start finds nothing to do', async () => {
