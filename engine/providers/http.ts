@@ -3,8 +3,7 @@
  * timeout, a capped body read, and a classification of every failure as transient (retried) or
  * permanent — so a provider only says how to build its request and how to read its answer.
  */
-import http, { type IncomingMessage } from 'node:http';
-import https from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import type { Usage } from '../jury/verdict.js';
 import type { ModelSettings } from './index.js';
 import { parseRetryAfter, withRetries, type CallAttempt, type RetryPolicy } from './retry.js';
@@ -33,8 +32,18 @@ type Capped = { ok: true; text: string } | { ok: false; over: true };
 /**
  * Connections are kept alive between calls (a run makes thousands to one server), and an idle one
  * never keeps the process alive. The number of calls in flight is each provider's own cap.
+ * node:http and node:https (with tls and net) are loaded on the first call: most commands never
+ * call a model, and loading them is ~10 ms of every start.
  */
-const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+type Transport = { request: typeof import('node:http').request; agent: import('node:http').Agent };
+let transports: Promise<{ http: Transport; https: Transport }> | undefined;
+function transport(secure: boolean): Promise<Transport> {
+  transports ??= Promise.all([import('node:http'), import('node:https')]).then(([http, https]) => ({
+    http: { request: http.request, agent: new http.Agent({ keepAlive: true }) },
+    https: { request: https.request, agent: new https.Agent({ keepAlive: true }) },
+  }));
+  return transports.then((each) => (secure ? each.https : each.http));
+}
 
 /** A response as a stage reads it: status, one header, and a body read at most to a limit. */
 interface Reply {
@@ -51,17 +60,17 @@ interface Reply {
  * (a run at high concurrency is bound by it). `abort` ends the request and any body read with
  * `error`. A redirect is returned as it is, never followed.
  */
-function post(url: URL, headers: Record<string, string>, body: string, abort: AbortSignal): Promise<Reply> {
+async function post(url: URL, headers: Record<string, string>, body: string, abort: AbortSignal): Promise<Reply> {
+  const { request: send, agent } = await transport(url.protocol === 'https:');
   return new Promise((resolve, reject) => {
     if (abort.aborted) {
       reject(new Error('aborted'));
       return;
     }
     const data = Buffer.from(body, 'utf8');
-    const secure = url.protocol === 'https:';
-    const request = (secure ? https : http).request(url, {
+    const request = send(url, {
       method: 'POST',
-      agent: secure ? agents.https : agents.http,
+      agent,
       headers: { ...headers, 'content-length': String(data.length) },
     });
     const onAbort = () => request.destroy(new Error('aborted'));
