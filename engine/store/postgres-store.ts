@@ -131,7 +131,6 @@ export class PostgresStore implements Store {
   readonly cache: AnswerCache;
   private readonly schema: string;
   private readonly owner = `${process.pid}.${randomBytes(6).toString('hex')}`;
-  private pool: Pool | undefined;
   private ready: Promise<boolean> | undefined;
   private created = false;
   /** When `recover` last dropped expired leases (ms since the epoch; 0: never). */
