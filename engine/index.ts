@@ -1,5 +1,6 @@
 /** The engine's public API, for scripts, benchmarks and other tools. */
-export { loadPipeline, buildPipeline, type Pipeline } from './config/load.js';
+export { loadPipeline, type Pipeline } from './config/load.js';
+export { buildPipeline } from './config/build.js';
 export { Engine, type EngineOptions } from './engine.js';
 export { FileStore } from './store/file-store.js';
 export { openFileStore } from './store/open.js';

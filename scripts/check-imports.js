@@ -7,6 +7,9 @@
 //   2. lifecycle/, jury/ and expr/ are pure: they, and every module they load, stay inside the pure
 //      layers, util/ and the configuration's types, and never reach the file system, processes,
 //      the network or the store.
+//   3. The CLI starts light: nothing cli/main.ts loads, directly or in turn, imports the YAML parser
+//      or ajv. They are needed only when the configuration cache misses (config/build.ts) or a
+//      command reads or prints YAML, and load then, with a dynamic `import()`.
 // Biome's noRestrictedImports (biome.json) checks rule 2 on each import as it is written; this
 // script also follows what those imports load in turn.
 import { readdirSync, readFileSync } from 'node:fs';
@@ -136,6 +139,31 @@ export function findCycles(graph) {
   });
 }
 
+/** The CLI's entry, and the packages it may load only lazily (rule 3). */
+export const START = 'cli/main.ts';
+export const LAZY_MODULES = ['yaml', 'ajv'];
+const lazyOnly = (module) => LAZY_MODULES.some((name) => module === name || module.startsWith(`${name}/`));
+
+/** Every import of a lazy-only package among the modules the CLI's entry loads: `{file, line, what, via}`. */
+export function findEagerLoads(graph) {
+  if (!graph.has(START)) return [];
+  const problems = [];
+  const via = new Map([[START, [START]]]);
+  const queue = [START];
+  while (queue.length) {
+    const file = queue.shift();
+    for (const edge of graph.get(file) ?? []) {
+      if (edge.kind !== 'value') continue;
+      if (edge.module !== undefined && lazyOnly(edge.module)) problems.push({ file, line: edge.line, what: edge.module, via: via.get(file) });
+      else if (edge.file !== undefined && graph.has(edge.file) && !via.has(edge.file)) {
+        via.set(edge.file, [...via.get(file), edge.file]);
+        queue.push(edge.file);
+      }
+    }
+  }
+  return problems;
+}
+
 const layerOf = (file) => (file.includes('/') ? file.slice(0, file.indexOf('/')) : file);
 const pureTarget = (file) => PURE_MAY_LOAD.includes(layerOf(file)) || PURE_MAY_LOAD_FILES.includes(file);
 
@@ -176,6 +204,9 @@ export function checkImports(root) {
     const how = via.length ? ` (through ${via.join(' → ')})` : '';
     lines.push(`${file}:${line}: ${layerOf(file)}/ is pure and may not load ${what}${how}`);
   }
+  for (const { file, line, what, via } of findEagerLoads(graph)) {
+    lines.push(`${file}:${line}: loads ${what} whenever the CLI starts (through ${via.join(' → ')}); import it with a dynamic import() where it is needed`);
+  }
   return lines;
 }
 
@@ -188,5 +219,5 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     console.error(`${problems.length} import rule(s) broken`);
     process.exit(1);
   }
-  console.log('engine imports: no cycle; lifecycle/, jury/ and expr/ pure');
+  console.log('engine imports: no cycle; lifecycle/, jury/ and expr/ pure; yaml and ajv not loaded at start');
 }

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { loadPipeline, type Pipeline } from '../config/load.js';
-import { findPipelineDir } from '../config/read.js';
+import { findPipelineDir } from '../config/locate.js';
 import { Engine } from '../engine.js';
 import { openStore } from '../store/open.js';
 import { isPostgresUrl } from '../store/postgres-store.js';

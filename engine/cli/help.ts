@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadPipeline, type Pipeline } from '../config/load.js';
-import { findPipelineDir } from '../config/read.js';
+import { findPipelineDir } from '../config/locate.js';
 import { isPipelineError } from '../errors.js';
 import { reviewCommands } from '../stages/review.js';
 import { packageRoot } from '../util/package-root.js';

@@ -3,7 +3,7 @@
  * and usage lines are built from it. `pipeline run review` walks the queue over the same code.
  */
 import { loadPipeline } from '../config/load.js';
-import { findPipelineDir } from '../config/read.js';
+import { findPipelineDir } from '../config/locate.js';
 import { isPipelineError } from '../errors.js';
 import { findReviewCommand, optionName, runReviewCommand, type ReviewCommand } from '../stages/review.js';
 import type { OptionSpec, OptionSpecs } from './args.js';

@@ -2,9 +2,30 @@
  * The one ajv setup: draft-07, every error collected, verbose (for messages), `$data` references,
  * and a few keywords JSON Schema lacks. Editors ignore the extra keywords; the engine enforces them.
  */
-import { _, Ajv, type AnySchemaObject, type Code, type KeywordCxt, type Name } from 'ajv';
+import { createRequire } from 'node:module';
+import type * as AjvPackage from 'ajv';
+import type { Ajv, AnySchemaObject, Code, KeywordCxt, Name } from 'ajv';
 
 export type { ErrorObject } from 'ajv';
+
+/**
+ * ajv itself (a fifth of the bundle) is loaded only when a schema is compiled: a command on a
+ * configuration the cache holds runs prebuilt validators and never needs it. Callers that are
+ * about to compile load it ahead, asynchronously (`preloadAjv`, from the bundle); anything else
+ * gets it on the spot from the engine's own dependencies.
+ */
+let ajvPackage: typeof AjvPackage | undefined;
+
+export async function preloadAjv(): Promise<void> {
+  // ajv is CommonJS: its exports object is the module's default export (Node and the bundle alike).
+  const loaded = (await import('ajv')) as unknown as { default?: typeof AjvPackage };
+  ajvPackage ??= loaded.default ?? (loaded as unknown as typeof AjvPackage);
+}
+
+function loadedAjv(): typeof AjvPackage {
+  ajvPackage ??= createRequire(import.meta.url)('ajv') as typeof AjvPackage;
+  return ajvPackage;
+}
 
 interface SumEquals {
   property: string;
@@ -15,6 +36,8 @@ interface SumEquals {
 
 /** `standalone`: keep each validator's source for ajv's standalone code, as an ES module (the build) or CommonJS (the cache). */
 export function createAjv(options: { standalone?: boolean | 'cjs'; validateSchema?: boolean } = {}): Ajv {
+  const { Ajv, _ } = loadedAjv();
+  const access = accessOf(_);
   const ajv = new Ajv({
     validateSchema: options.validateSchema ?? true,
     ...(options.standalone ? { code: { source: true, esm: options.standalone !== 'cjs' } } : {}),
@@ -97,8 +120,8 @@ export function createAjv(options: { standalone?: boolean | 'cjs'; validateSchem
 }
 
 /** `data?.["a"]?.["b"]` for a dotted path. */
-function access(data: Name, path: string): Code {
-  return path.split('.').reduce<Code>((code, key) => _`${code}?.[${key}]`, _`${data}`);
+function accessOf(_: typeof AjvPackage._): (data: Name, path: string) => Code {
+  return (data, path) => path.split('.').reduce<Code>((code, key) => _`${code}?.[${key}]`, _`${data}`);
 }
 
 export function schemaMessage(schema: AnySchemaObject | undefined): string | undefined {

@@ -11,8 +11,7 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import type { Env } from './interpolate.js';
 import type { ValidConfig } from './load.js';
 import type { PrebuiltSchemas } from './prebuilt.js';
-import { PIPELINE_FILE } from './read.js';
-import { isSet } from './usable.js';
+import { PIPELINE_FILE } from './locate.js';
 
 interface Entry {
   /** Every file the configuration was read from (relative path → sha256). */
@@ -55,6 +54,12 @@ function readText(dir: string, relative: string): string | undefined {
 function entryFile(cacheDir: string, dir: string, mainText: string, env: Env, buildId: string): string {
   const key = sha(JSON.stringify([buildId, path.resolve(dir), mainText, variables(mainText).map((name) => [name, env[name] ?? null])]));
   return path.join(cacheDir, `${key}.json`);
+}
+
+/** Whether a key variable is set (to something other than blanks). */
+export function isSet(env: Env, name: string): boolean {
+  const value = Object.hasOwn(env, name) ? env[name] : undefined;
+  return value !== undefined && value.trim() !== '';
 }
 
 /** What a configuration was read from: each file's digest, the variables they use, the keys set. */

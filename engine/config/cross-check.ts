@@ -76,7 +76,10 @@ export function crossCheck(context: Context): Issue[] {
   checkMachine(context, out);
   checkStages(context, out);
   checkRubrics(context, out);
-  if (context.def.pool && context.sources.pipeline) out.issues.push(...checkPool(context.def.pool, context.machine, context.sources.pipeline));
+  if (context.def.pool && context.sources.pipeline) {
+    const source = context.sources.pipeline;
+    out.issues.push(...checkPool(context.def.pool, context.machine, (path, code, message, hint) => issueAt(source, path, code, message, hint)));
+  }
   return out.issues;
 }
 

@@ -5,7 +5,6 @@
  */
 import type { ErrorObject } from 'ajv';
 import { didYouMean, listWords } from '../util/suggest.js';
-import { parsePointer } from './source.js';
 import { schemaMessage } from './ajv.js';
 
 export interface Finding {
@@ -237,4 +236,13 @@ function describe(error: ErrorObject, show: ShowValue): Finding | undefined {
     default:
       return { path, code: `schema.${error.keyword}`, message: custom ? `${key}: ${custom}` : `${key} ${error.message ?? 'is invalid'}`, prefer: 'value' };
   }
+}
+
+/** Split an ajv instancePath (`/criteria/1/weight`) into segments. */
+function parsePointer(pointer: string): string[] {
+  if (pointer === '') return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
 }

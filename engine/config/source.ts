@@ -51,15 +51,6 @@ export function parseSource(file: string, text: string): { source: SourceFile; i
   return { source, issues };
 }
 
-/** Split an ajv instancePath (`/criteria/1/weight`) into segments. */
-export function parsePointer(pointer: string): string[] {
-  if (pointer === '') return [];
-  return pointer
-    .slice(1)
-    .split('/')
-    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
-}
-
 interface Located {
   pair?: Pair;
   node?: Node;

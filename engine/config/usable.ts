@@ -20,7 +20,9 @@ import { TOLERANCE } from '../jury/gate.js';
 import { didYouMean, listWords } from '../util/suggest.js';
 import { interpolate, type Env } from './interpolate.js';
 import type { Sources } from './load.js';
-import { PIPELINE_FILE, type ConfigTexts } from './read.js';
+import { isSet } from './cache.js';
+import { PIPELINE_FILE } from './locate.js';
+import type { ConfigTexts } from './read.js';
 import { issueAt, writtenText } from './source.js';
 import type { JudgeStageDef, PipelineDef, ProviderDef, Rubric, StageDef } from './types.js';
 
@@ -65,11 +67,6 @@ function providerUses(stages: readonly StageDef[]): ProviderUse[] {
 /** The key variables the stages' providers read (their being set is part of what makes the configuration valid). */
 export function keyVariablesInUse(def: PipelineDef, stages: readonly StageDef[]): string[] {
   return [...new Set(providerUses(stages).flatMap((use) => keyVariable(def.providers?.[use.provider]) ?? []))].sort();
-}
-
-export function isSet(env: Env, name: string): boolean {
-  const value = Object.hasOwn(env, name) ? env[name] : undefined;
-  return value !== undefined && value.trim() !== '';
 }
 
 export function checkUsable(context: Context): Issue[] {

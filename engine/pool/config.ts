@@ -6,7 +6,6 @@
  */
 import type { Issue } from '../errors.js';
 import type { MachineDef, PipelineDef } from '../config/types.js';
-import { issueAt, type SourceFile } from '../config/source.js';
 import { flattenTransitions } from '../lifecycle/machine.js';
 import { didYouMean, listWords } from '../util/suggest.js';
 
@@ -82,10 +81,11 @@ export function resolvePool(def: PoolDef, machine: MachineDef): PoolConfig {
  * The cross-file rules of the `pool:` section (positioned in pipeline.yaml): its state exists;
  * outcome and undo stay in it; archive leaves it for another state that restore comes back from;
  * K fits under its cap; `show` keys do not shadow the fixed ones; receipts are not a reserved name.
+ * `issueAt` places an issue at a path of pipeline.yaml.
  */
-export function checkPool(def: PoolDef, machine: MachineDef, source: SourceFile): Issue[] {
+export function checkPool(def: PoolDef, machine: MachineDef, issueAt: (path: string[], code: string, message: string, hint?: string) => Issue): Issue[] {
   const issues: Issue[] = [];
-  const at = (path: string[], code: string, message: string, hint?: string) => issues.push(issueAt(source, ['pool', ...path], code, message, hint));
+  const at = (path: string[], code: string, message: string, hint?: string) => issues.push(issueAt(['pool', ...path], code, message, hint));
   const states = Object.keys(machine.states);
   if (!states.includes(def.state)) {
     at(['state'], 'config.unknown_state', `unknown state "${def.state}"`, didYouMean(def.state, states) ?? `states: ${states.join(', ')}`);

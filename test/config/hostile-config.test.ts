@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { configValidators } from '../../engine/config/config-schemas.js';
 import { DURATION_KEYS } from '../../engine/config/durations.js';
 import { interpolate, InterpolationError, MAX_NESTING } from '../../engine/config/interpolate.js';
-import { buildPipeline } from '../../engine/config/load.js';
+import { buildPipeline } from '../../engine/config/build.js';
 import { readConfigTexts } from '../../engine/config/read.js';
 import { formatIssue } from '../../engine/errors.js';
 import { copyPipeline, ROOT } from '../helpers.js';

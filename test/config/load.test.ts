@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configValidators } from '../../engine/config/config-schemas.js';
-import { buildPipeline } from '../../engine/config/load.js';
+import { buildPipeline } from '../../engine/config/build.js';
 import { readConfigTexts } from '../../engine/config/read.js';
 import { formatIssue } from '../../engine/errors.js';
 import { ORG_RUBRIC, PUBLIC_RUBRIC } from '../fixtures/rubrics.js';

@@ -11,7 +11,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { configValidators, type ConfigValidators } from '../../engine/config/config-schemas.js';
-import { buildPipeline } from '../../engine/config/load.js';
+import { buildPipeline } from '../../engine/config/build.js';
 import { readConfigTexts } from '../../engine/config/read.js';
 import { formatIssue } from '../../engine/errors.js';
 import { BIN, copyPipeline, SECRET_FILE } from '../helpers.js';

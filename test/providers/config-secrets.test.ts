@@ -9,7 +9,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configValidators } from '../../engine/config/config-schemas.js';
 import { looksLikeKey } from '../../engine/config/cross-check.js';
-import { buildPipeline } from '../../engine/config/load.js';
+import { buildPipeline } from '../../engine/config/build.js';
 import { readConfigTexts } from '../../engine/config/read.js';
 import { formatIssue } from '../../engine/errors.js';
 import { cli, cliStore } from '../cli/cli.js';

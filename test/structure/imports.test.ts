@@ -52,4 +52,19 @@ describe('engine imports', () => {
       'lifecycle/decide.ts:1: lifecycle/ is pure and may not load store/types.ts',
     ]);
   });
+
+  it('finds the YAML parser or ajv loaded whenever the CLI starts, through any chain; lazy and type-only imports are fine', () => {
+    const root = tree({
+      'cli/main.ts': "import { context } from './context.js';\nexport const main = () => context;\n",
+      'cli/context.ts': "import { load } from '../config/load.js';\nexport const context = load;\n",
+      'config/load.ts':
+        "import type { Ajv } from 'ajv';\nimport { digest } from './cache.js';\nexport const load = async () => (await import('./build.js')).build(digest as unknown as Ajv);\n",
+      'config/cache.ts': "import { createHash } from 'node:crypto';\nimport { parse } from 'yaml';\nexport const digest = [createHash, parse];\n",
+      'config/build.ts': "import { Ajv } from 'ajv';\nimport { stringify } from 'yaml';\nexport const build = (x: unknown) => [Ajv, stringify, x];\n",
+      'cli/standalone.ts': "import * as standalone from 'ajv/dist/standalone/index.js';\nexport const s = standalone;\n",
+    });
+    expect(checkImports(root)).toEqual([
+      'config/cache.ts:2: loads yaml whenever the CLI starts (through cli/main.ts → cli/context.ts → config/load.ts → config/cache.ts); import it with a dynamic import() where it is needed',
+    ]);
+  });
 });

@@ -1,7 +1,6 @@
 /** `pipeline init [DIR]`: a working copy of the shipped pipeline in a new (or empty) directory. */
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parse } from 'yaml';
 import { EXIT } from '../../errors.js';
 import { packageRoot } from '../../util/package-root.js';
 import type { Context } from '../context.js';
@@ -26,7 +25,7 @@ export async function runInit(context: Context): Promise<number> {
     if (existsSync(from)) cpSync(from, path.join(target, entry), { recursive: true });
   }
   // The store is data, not configuration: keep it out of version control from the start.
-  writeFileSync(path.join(target, '.gitignore'), `# the store: proposals, ledgers, the audit log (data, not configuration)\n/${storeEntry(target)}/\n`);
+  writeFileSync(path.join(target, '.gitignore'), `# the store: proposals, ledgers, the audit log (data, not configuration)\n/${await storeEntry(target)}/\n`);
   if (context.json) context.out.data({ dir: target, files: [...SCAFFOLD, '.gitignore'] });
   else {
     context.out.line(target);
@@ -38,7 +37,8 @@ export async function runInit(context: Context): Promise<number> {
 }
 
 /** The store directory pipeline.yaml names, relative to it (the default when it names another place). */
-function storeEntry(dir: string): string {
+async function storeEntry(dir: string): Promise<string> {
+  const { parse } = await import('yaml');
   try {
     const store = (parse(readFileSync(path.join(dir, 'pipeline.yaml'), 'utf8')) as { store?: unknown } | null)?.store;
     const inside = typeof store === 'string' && !store.includes('$') && !path.isAbsolute(store) && !store.startsWith('..');

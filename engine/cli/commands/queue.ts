@@ -1,5 +1,4 @@
 /** Queue commands: status, list, show, propose. */
-import { stringify } from 'yaml';
 import { EXIT } from '../../errors.js';
 import type { AuditRow, Stored } from '../../store/types.js';
 import { getPath } from '../../util/json-path.js';
@@ -108,6 +107,7 @@ export async function runShow(context: Context): Promise<number> {
     return EXIT.ok;
   }
   // Text is for reading: numbers without float noise (0.82, not 0.8200000000000001).
+  const { stringify } = await import('yaml'); // loaded by the commands that print YAML, never at start
   context.out.line(stringify(tidyNumbers(proposal), { lineWidth: 100 }).trimEnd());
   if (context.parsed.values['history'] === true) {
     context.out.line('');

@@ -8,7 +8,6 @@ import path from 'node:path';
 import { configValidators } from '../../config/config-schemas.js';
 import { withRubricDefaults } from '../../config/load.js';
 import type { JudgeStageDef, PromoteStageDef, Rubric } from '../../config/types.js';
-import { checkYamlFile } from '../../config/validate-file.js';
 import type { Engine } from '../../engine.js';
 import type { Stored } from '../../store/types.js';
 import { EXIT, PipelineError, type Issue } from '../../errors.js';
@@ -30,6 +29,7 @@ interface EditedRubric {
 /** Read and validate every edited rubric; all issues of all files are collected before refusing. */
 async function readRubrics(context: Context, files: readonly string[]): Promise<EditedRubric[]> {
   const validators = await configValidators();
+  const { checkYamlFile } = await import('../../config/validate-file.js'); // the YAML parser: never loaded at start
   const issues: Issue[] = [];
   const rubrics: EditedRubric[] = [];
   for (const given of files) {

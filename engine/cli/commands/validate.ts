@@ -1,14 +1,12 @@
 /** `pipeline validate`: every check, no cache; `ok` and what was loaded, or every issue. */
-import { readConfigTexts } from '../../config/read.js';
-import { buildPipeline } from '../../config/load.js';
-import { configValidators } from '../../config/config-schemas.js';
 import { EXIT, formatIssue } from '../../errors.js';
 import type { Context } from '../context.js';
 
 export async function runValidate(context: Context): Promise<number> {
   const dir = context.pipelineDir();
-  const texts = readConfigTexts(dir, context.io.env);
-  const { pipeline, issues } = buildPipeline(dir, texts, context.io.env, await configValidators(), { full: true });
+  // The YAML parser and ajv load only here (and on a configuration cache miss), never at start.
+  const { buildFromDir } = await import('../../config/build.js');
+  const { pipeline, issues } = await buildFromDir(dir, context.io.env);
   const errors = issues.filter((issue) => issue.severity === 'error');
   const warnings = issues.filter((issue) => issue.severity === 'warning');
   if (context.json) {
