@@ -86,6 +86,8 @@ export function jsonOutputText(value: unknown): string | undefined {
 
 /** The chunk size in which long JSON arrays are written (one write per element would be slow). */
 const CHUNK = 64 * 1024;
+/** Elements of a long JSON array stringified in one call (not one call and one re-indent each). */
+const BATCH = 32;
 
 export class Output {
   readonly json: boolean;
@@ -117,22 +119,26 @@ export class Output {
    */
   dataArray(values: readonly unknown[]): number[] {
     const left: number[] = [];
-    let chunk = '[';
-    let first = true;
+    const printable: unknown[] = [];
     values.forEach((value, index) => {
-      const text = jsonOutputText(value);
-      if (text === undefined) {
-        left.push(index);
-        return;
-      }
-      chunk += `${first ? '' : ','}\n  ${text.replace(/\n/g, '\n  ')}`;
-      first = false;
+      if (nestsDeeperThan(value, MAX_PRINT_DEPTH)) left.push(index);
+      else printable.push(value);
+    });
+    if (printable.length === 0) {
+      this.io.stdout.write('[]\n');
+      return left;
+    }
+    let chunk = '[\n';
+    for (let start = 0; start < printable.length; start += BATCH) {
+      // `[\n  a,\n  b\n]`: between the brackets are the elements, indented as members of the whole array.
+      const text = escapeJsonText(JSON.stringify(printable.slice(start, start + BATCH), null, 2));
+      chunk += `${start ? ',\n' : ''}${text.slice(2, -2)}`;
       if (chunk.length >= CHUNK) {
         this.io.stdout.write(chunk);
         chunk = '';
       }
-    });
-    this.io.stdout.write(`${chunk}${first ? ']' : '\n]'}\n`);
+    }
+    this.io.stdout.write(`${chunk}\n]\n`);
     return left;
   }
 

@@ -41,6 +41,32 @@ describe('colours', () => {
   });
 });
 
+describe('JSON arrays', () => {
+  it('prints a long array exactly as one JSON.stringify would, escaped, leaving out and naming what nests too deep', () => {
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 300; i++) deep = [deep];
+    // Across several batches and output chunks: small and large elements, text a terminal must not
+    // receive raw, every kind of JSON value.
+    const values: unknown[] = Array.from({ length: 101 }, (_, i) =>
+      i % 10 === 3
+        ? { id: i, text: 'x'.repeat(20_000), nested: { list: [1, 'two', null, true, { three: [] }] } }
+        : { id: i, text: `line\nbreak \u001b[31m red \u2028`, empty: {} },
+    );
+    values.splice(40, 0, deep);
+    values.splice(70, 0, 7, 'plain', null);
+    const piped = io({ tty: false });
+    const left = new Output(piped, { json: true }).dataArray(values);
+    expect(left).toEqual([40]);
+    const printed = values.filter((_, index) => index !== 40);
+    expect(piped.out()).toBe(`${JSON.stringify(printed, null, 2).replace(/[\u001b\u2028]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)}\n`);
+    expect(JSON.parse(piped.out())).toEqual(printed);
+
+    const none = io({ tty: false });
+    expect(new Output(none, { json: true }).dataArray([deep])).toEqual([0]);
+    expect(none.out()).toBe('[]\n');
+  });
+});
+
 describe('runs', () => {
   async function seeded(count: number): Promise<Record<string, string>> {
     const env = { PIPELINE_STORE: path.join(tempDir(), 'store'), NO_COLOR: '1' };
