@@ -4,6 +4,7 @@
  * The result is a commit to make, an idempotent repeat (nothing to write), or a refusal.
  */
 import { createActor, type AnyActorScope, type AnyStateMachine } from 'xstate';
+import { cloneJson } from '../util/clone.js';
 import { jsonEqual, getPath, removePath } from '../util/json-path.js';
 import { applyOperations, type EntryMove, type LedgerRow, type Proposal } from './effects.js';
 import { effectOperations, STEP_ACTION, type Lifecycle, type Transition } from './machine.js';
@@ -170,7 +171,7 @@ function decideRepeat(lifecycle: Lifecycle, input: DecideInput, status: string, 
   if (same) {
     unchanged = same.every((field) => jsonEqual(getPath(replay.proposal, field), getPath(input.proposal, field)));
   } else {
-    const before = structuredClone(input.proposal);
+    const before = cloneJson(input.proposal);
     for (const field of replay.clockFields) {
       removePath(before, field);
       removePath(replay.proposal, field);

@@ -6,6 +6,7 @@
  */
 import type { Operation } from '../config/types.js';
 import { evaluate, operatorOf } from '../expr/evaluate.js';
+import { cloneJson } from '../util/clone.js';
 import { getPath, hasPath, isObject, removePath, setPath } from '../util/json-path.js';
 
 export type Proposal = Record<string, unknown>;
@@ -39,7 +40,7 @@ export interface EffectResult {
 }
 
 export function applyOperations(proposal: Proposal, operations: readonly Operation[], context: EffectContext): EffectResult {
-  const next = structuredClone(proposal);
+  const next = cloneJson(proposal);
   const rows: LedgerRow[] = [];
   const moves: EntryMove[] = [];
   const clockFields: string[] = [];
@@ -64,10 +65,10 @@ export function applyOperations(proposal: Proposal, operations: readonly Operati
       moves.push({ from: op.move, to: String(op.to) });
     } else if (op.snapshot !== undefined) {
       const value = getPath(next, op.snapshot);
-      if (value !== undefined) setPath(next, op.into, structuredClone(value));
+      if (value !== undefined) setPath(next, op.into, cloneJson(value));
     } else if (op.restore !== undefined) {
       if (hasPath(next, op.from)) {
-        setPath(next, op.restore, structuredClone(getPath(next, op.from)));
+        setPath(next, op.restore, cloneJson(getPath(next, op.from)));
         removePath(next, op.from);
       }
     } else if (op.append !== undefined) {

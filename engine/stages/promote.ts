@@ -18,6 +18,7 @@ import { checkVerdict, type Verdict } from '../jury/verdict.js';
 import type { Proposal } from '../lifecycle/effects.js';
 import { refused, type Outcome } from '../outcome.js';
 import type { AuditRow, EntryWrite, Lease, LedgerWrite, Stored } from '../store/types.js';
+import { cloneJson } from '../util/clone.js';
 import { getPath, hasPath, isObject, setPath } from '../util/json-path.js';
 import { listWords } from '../util/suggest.js';
 import { judgeStagesInto, verdictField } from './judge-config.js';
@@ -179,7 +180,7 @@ export async function planPromotion(
       warnings,
     };
   }
-  const next = structuredClone(proposal);
+  const next = cloneJson(proposal);
   setPath(next, stage.stamp, now);
   const promotion: Promotion = {
     next,
