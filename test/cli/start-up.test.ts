@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { BIN, ROOT, tempDir } from '../helpers.js';
+import { BIN, proposalInput, ROOT, tempDir } from '../helpers.js';
 
 /** A `--import` module that appends each file Node loads to `log` (hooks run off the main thread). */
 function loadRecorder(dir: string, log: string): string {
@@ -23,26 +23,38 @@ function loadRecorder(dir: string, log: string): string {
 }
 
 /** The files of dist/ the command loaded, and whether their code holds the YAML parser and ajv. */
-function run(args: string[], env: NodeJS.ProcessEnv, dir: string): { status: number | null; yaml: boolean; ajv: boolean } {
+function run(args: string[], env: NodeJS.ProcessEnv, dir: string, input = ''): { status: number | null; yaml: boolean; ajv: boolean; stdout: string } {
   const log = path.join(dir, `loaded-${Math.random().toString(36).slice(2)}.log`);
   writeFileSync(log, '');
-  const result = spawnSync(process.execPath, ['--import', loadRecorder(dir, log), BIN, '--dir', ROOT, ...args], { env, encoding: 'utf8' });
+  const result = spawnSync(process.execPath, ['--import', loadRecorder(dir, log), BIN, ...args], { env, encoding: 'utf8', input });
   const code = readFileSync(log, 'utf8')
     .split('\n')
     .filter((url) => url.includes('/dist/'))
     .map((url) => readFileSync(fileURLToPath(url), 'utf8'))
     .join('\n');
   // esbuild marks each bundled file with its path.
-  return { status: result.status, yaml: code.includes('// node_modules/yaml/'), ajv: code.includes('// node_modules/ajv/dist/core.js') };
+  if (result.status !== 0) throw new Error(`pipeline ${args.join(' ')}: exit ${result.status}: ${result.stderr}`);
+  return { status: result.status, yaml: code.includes('// node_modules/yaml/'), ajv: code.includes('// node_modules/ajv/dist/core.js'), stdout: result.stdout };
 }
+
+const loads = ({ yaml, ajv }: { yaml: boolean; ajv: boolean }) => ({ yaml, ajv });
 
 describe('start-up', () => {
   it('loads neither the YAML parser nor ajv on a cached configuration, and both on a miss', () => {
     const dir = tempDir('start-up-');
     const env = { ...process.env, PIPELINE_CONFIG_CACHE: path.join(dir, 'cache'), PIPELINE_STORE: path.join(dir, 'store') };
-    expect(run(['status'], env, dir)).toEqual({ status: 0, yaml: true, ajv: true });
-    expect(run(['status'], env, dir)).toEqual({ status: 0, yaml: false, ajv: false });
-    expect(run(['list', '--json'], env, dir)).toEqual({ status: 0, yaml: false, ajv: false });
-    expect(run(['validate'], env, dir)).toEqual({ status: 0, yaml: true, ajv: true });
+    const pipeline = ['--dir', ROOT];
+    expect(loads(run([...pipeline, 'status'], env, dir))).toEqual({ yaml: true, ajv: true });
+    expect(loads(run([...pipeline, 'status'], env, dir))).toEqual({ yaml: false, ajv: false });
+    expect(loads(run([...pipeline, 'list', '--json'], env, dir))).toEqual({ yaml: false, ajv: false });
+    const proposed = run([...pipeline, 'propose', '-'], env, dir, JSON.stringify(proposalInput()));
+    expect(loads(proposed)).toEqual({ yaml: false, ajv: false });
+    // What loads the YAML package later works from the bundle: show prints YAML, init reads it.
+    const id = proposed.stdout.trim();
+    const shown = run([...pipeline, 'show', id], env, dir);
+    expect([loads(shown), shown.stdout]).toEqual([{ yaml: true, ajv: false }, expect.stringContaining(`id: ${id}`)]);
+    expect(loads(run(['init', path.join(dir, 'new')], env, dir))).toEqual({ yaml: true, ajv: false });
+    expect(readFileSync(path.join(dir, 'new', '.gitignore'), 'utf8')).toContain('/.pipeline/');
+    expect(loads(run([...pipeline, 'validate'], env, dir))).toEqual({ yaml: true, ajv: true });
   });
 });

@@ -3,6 +3,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, wri
 import path from 'node:path';
 import { EXIT } from '../../errors.js';
 import { packageRoot } from '../../util/package-root.js';
+import { loadYaml } from '../../util/load-yaml.js';
 import type { Context } from '../context.js';
 
 /** What a pipeline directory holds; the engine itself stays in the installed package. */
@@ -38,7 +39,7 @@ export async function runInit(context: Context): Promise<number> {
 
 /** The store directory pipeline.yaml names, relative to it (the default when it names another place). */
 async function storeEntry(dir: string): Promise<string> {
-  const { parse } = await import('yaml');
+  const { parse } = await loadYaml();
   try {
     const store = (parse(readFileSync(path.join(dir, 'pipeline.yaml'), 'utf8')) as { store?: unknown } | null)?.store;
     const inside = typeof store === 'string' && !store.includes('$') && !path.isAbsolute(store) && !store.startsWith('..');

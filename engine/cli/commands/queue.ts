@@ -2,6 +2,7 @@
 import { EXIT } from '../../errors.js';
 import type { AuditRow, Stored } from '../../store/types.js';
 import { getPath } from '../../util/json-path.js';
+import { loadYaml } from '../../util/load-yaml.js';
 import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../../util/nesting.js';
 import { tidyNumbers } from '../../util/numbers.js';
 import { didYouMean, listWords } from '../../util/suggest.js';
@@ -107,7 +108,7 @@ export async function runShow(context: Context): Promise<number> {
     return EXIT.ok;
   }
   // Text is for reading: numbers without float noise (0.82, not 0.8200000000000001).
-  const { stringify } = await import('yaml'); // loaded by the commands that print YAML, never at start
+  const { stringify } = await loadYaml();
   context.out.line(stringify(tidyNumbers(proposal), { lineWidth: 100 }).trimEnd());
   if (context.parsed.values['history'] === true) {
     context.out.line('');
