@@ -12,19 +12,37 @@ export type { ErrorObject } from 'ajv';
  * ajv itself (a fifth of the bundle) is loaded only when a schema is compiled: a command on a
  * configuration the cache holds runs prebuilt validators and never needs it. Callers that are
  * about to compile load it ahead, asynchronously (`preloadAjv`, from the bundle); anything else
- * gets it on the spot from the engine's own dependencies.
+ * gets it on the spot from the engine's own dependencies. Its standalone code generator always
+ * comes from the same copy as the Ajv it is given: it tells ajv's code objects by `instanceof`,
+ * and with another copy's it silently generates nothing.
  */
 let ajvPackage: typeof AjvPackage | undefined;
+let standaloneModule: unknown;
+const requireHere = createRequire(import.meta.url);
+
+/** A CommonJS package's exports: the module's default export from the bundle, both under Node. */
+function exportsOf<T>(loaded: unknown): T {
+  return ((loaded as { default?: T }).default ?? loaded) as T;
+}
 
 export async function preloadAjv(): Promise<void> {
-  // ajv is CommonJS: its exports object is the module's default export (Node and the bundle alike).
-  const loaded = (await import('ajv')) as unknown as { default?: typeof AjvPackage };
-  ajvPackage ??= loaded.default ?? (loaded as unknown as typeof AjvPackage);
+  if (ajvPackage) return;
+  const [core, standalone] = await Promise.all([import('ajv'), import('ajv/dist/standalone/index.js')]);
+  if (ajvPackage) return; // loaded on the spot meanwhile: keep that copy whole
+  ajvPackage = exportsOf<typeof AjvPackage>(core);
+  standaloneModule = standalone;
 }
 
 function loadedAjv(): typeof AjvPackage {
-  ajvPackage ??= createRequire(import.meta.url)('ajv') as typeof AjvPackage;
+  ajvPackage ??= requireHere('ajv') as typeof AjvPackage;
   return ajvPackage;
+}
+
+/** ajv's standalone module (`standaloneCode`), from the copy `createAjv` uses. */
+export function ajvStandalone(): unknown {
+  loadedAjv();
+  standaloneModule ??= requireHere('ajv/dist/standalone/index.js');
+  return standaloneModule;
 }
 
 interface SumEquals {

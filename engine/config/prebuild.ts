@@ -3,8 +3,7 @@
  * ./prebuilt.ts, which loads it). Only a configuration the cache does not hold gets here.
  */
 import type { ValidateFunction } from 'ajv';
-import * as standalone from 'ajv/dist/standalone/index.js';
-import { createAjv } from './ajv.js';
+import { ajvStandalone, createAjv } from './ajv.js';
 import type { PrebuiltSchemas } from './prebuilt.js';
 import { namedKey, type SchemaRegistry } from './schema-registry.js';
 
@@ -21,8 +20,8 @@ function generator(value: unknown): Generate {
  */
 export function prebuildSchemas(registry: SchemaRegistry, named: { name: string; id: string; schema: object }[]): PrebuiltSchemas | undefined {
   try {
-    const generate = generator(standalone);
     const ajv = createAjv({ standalone: 'cjs', validateSchema: false });
+    const generate = generator(ajvStandalone());
     for (const { id, schema } of named) ajv.addSchema(schema, id);
     const ids = new Map(named.map(({ name, id }) => [namedKey(name), id]));
     const out: PrebuiltSchemas = {};

@@ -3,7 +3,8 @@
  * (engine/config/prebuilt.ts). A prebuilt validator must be the compiled one in all but its
  * origin: the same answer and the same errors on valid and invalid data alike.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ErrorObject, ValidateFunction } from 'ajv';
@@ -13,7 +14,7 @@ import { prebuildSchemas } from '../../engine/config/prebuild.js';
 import { loadPrebuilt } from '../../engine/config/prebuilt.js';
 import { readConfigTexts } from '../../engine/config/read.js';
 import { cli, cliIn, cliStore } from '../cli/cli.js';
-import { ROOT, candidate, proposalInput, tempDir } from '../helpers.js';
+import { ROOT, candidate, copyPipeline, proposalInput, tempDir } from '../helpers.js';
 
 const env = { OLLAMA_MODEL: 'llama3.1' };
 
@@ -82,5 +83,34 @@ describe('the binary', () => {
     expect(refused.stderr).toMatch(/visibility/);
     expect(cli(['confirm', id, '--visibility', 'org'], { env }).code).toBe(0);
     expect((await cliIn(['status', '--json'], { env })).stdout).toMatch(/"confirmed": ?1/);
+  });
+
+  it('prebuilds them with one ajv copy even after the engine API compiled with ajv from node_modules', () => {
+    // The built engine (dist/engine.js): buildPipeline, called first, takes ajv from node_modules;
+    // a cache miss later must generate standalone code with that same copy, or it silently
+    // generates none. Schemas that refer to each other are where the two copies part.
+    const dir = copyPipeline();
+    mkdirSync(path.join(dir, 'schemas', 'pair'));
+    writeFileSync(path.join(dir, 'schemas', 'pair', 'a.json'), JSON.stringify({ $id: 'a.json', type: 'object', properties: { b: { $ref: 'b.json' } } }));
+    writeFileSync(path.join(dir, 'schemas', 'pair', 'b.json'), JSON.stringify({ $id: 'b.json', type: 'object', properties: { a: { $ref: 'a.json' } } }));
+    const main = readFileSync(path.join(dir, 'pipeline.yaml'), 'utf8');
+    writeFileSync(path.join(dir, 'pipeline.yaml'), main.replace('schemas:\n', 'schemas:\n  pair-a: schemas/pair/a.json\n  pair-b: schemas/pair/b.json\n'));
+    const cache = tempDir();
+    const script = [
+      `import { buildPipeline, loadPipeline } from ${JSON.stringify(path.join(ROOT, 'dist', 'engine.js'))};`,
+      `import { readConfigTexts } from ${JSON.stringify(path.join(ROOT, 'dist', 'engine', 'config', 'read.js'))};`,
+      `import { configValidators } from ${JSON.stringify(path.join(ROOT, 'dist', 'engine', 'config', 'config-schemas.js'))};`,
+      'const dir = process.argv[1];',
+      'buildPipeline(dir, readConfigTexts(dir, process.env), process.env, await configValidators());',
+      'await loadPipeline(dir);',
+    ].join('\n');
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], {
+      env: { ...process.env, PIPELINE_CONFIG_CACHE: cache },
+      encoding: 'utf8',
+    });
+    expect(run.status, run.stderr).toBe(0);
+    const cached = path.join(cache, 'pipeline', 'config');
+    const [entry] = readdirSync(cached).map((name) => JSON.parse(readFileSync(path.join(cached, name), 'utf8')) as { prebuilt?: Record<string, string> });
+    expect(Object.keys(entry?.prebuilt ?? {})).toEqual(expect.arrayContaining(['/named/pair-a', '/named/pair-b', '/named/candidate']));
   });
 });
