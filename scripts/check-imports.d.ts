@@ -14,4 +14,7 @@ export function importsOf(file: string, text: string): Omit<Import, 'file' | 'mo
 export function readGraph(root: string): Map<string, Import[]>;
 export function findCycles(graph: Map<string, Import[]>): string[][];
 export function findImpurities(graph: Map<string, Import[]>): { file: string; line: number; what: string; via: string[] }[];
+export const START: string;
+export const LAZY_MODULES: string[];
+export function findEagerLoads(graph: Map<string, Import[]>): { file: string; line: number; what: string; via: string[] }[];
 export function checkImports(root: string): string[];

@@ -11,30 +11,41 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { BIN, proposalInput, ROOT, tempDir } from '../helpers.js';
 
-/** A `--import` module that appends each file Node loads to `log` (hooks run off the main thread). */
-function loadRecorder(dir: string, log: string): string {
+/**
+ * What a process loads, appended to `log`: each file an ES module hook sees (hooks run off the
+ * main thread), and at exit every CommonJS module required (ajv's fallback, the prebuilt
+ * validators' helpers). Returns the node options that install both.
+ */
+function loadRecorder(dir: string, log: string): string[] {
   writeFileSync(
     path.join(dir, 'hooks.mjs'),
     `import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) {\n  if (url.startsWith('file:')) appendFileSync(${JSON.stringify(log)}, url + '\\n');\n  return next(url, context);\n}\n`,
   );
   const register = path.join(dir, 'register.mjs');
   writeFileSync(register, "import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n");
-  return register;
+  const required = path.join(dir, 'required.cjs');
+  writeFileSync(
+    required,
+    `process.on('exit', () => require('node:fs').appendFileSync(${JSON.stringify(log)}, Object.keys(require.cache).map((file) => 'cjs:' + file + '\\n').join('')));\n`,
+  );
+  return ['--import', register, '--require', required];
 }
 
-/** The files of dist/ the command loaded, and whether their code holds the YAML parser and ajv. */
-function run(args: string[], env: NodeJS.ProcessEnv, dir: string, input = ''): { status: number | null; yaml: boolean; ajv: boolean; stdout: string } {
+/** Whether the command loaded the YAML parser and ajv's compiler: from the bundle (esbuild marks each bundled file with its path) or from node_modules. */
+function run(args: string[], env: NodeJS.ProcessEnv, dir: string, input = ''): { yaml: boolean; ajv: boolean; stdout: string } {
   const log = path.join(dir, `loaded-${Math.random().toString(36).slice(2)}.log`);
   writeFileSync(log, '');
-  const result = spawnSync(process.execPath, ['--import', loadRecorder(dir, log), BIN, ...args], { env, encoding: 'utf8', input });
-  const code = readFileSync(log, 'utf8')
-    .split('\n')
-    .filter((url) => url.includes('/dist/'))
+  const result = spawnSync(process.execPath, [...loadRecorder(dir, log), BIN, ...args], { env, encoding: 'utf8', input });
+  if (result.status !== 0) throw new Error(`pipeline ${args.join(' ')}: exit ${result.status}: ${result.stderr}`);
+  const loaded = readFileSync(log, 'utf8').split('\n');
+  const required = loaded.filter((line) => line.startsWith('cjs:'));
+  const bundled = loaded
+    .filter((url) => url.startsWith('file:') && url.includes('/dist/'))
     .map((url) => readFileSync(fileURLToPath(url), 'utf8'))
     .join('\n');
-  // esbuild marks each bundled file with its path.
-  if (result.status !== 0) throw new Error(`pipeline ${args.join(' ')}: exit ${result.status}: ${result.stderr}`);
-  return { status: result.status, yaml: code.includes('// node_modules/yaml/'), ajv: code.includes('// node_modules/ajv/dist/core.js'), stdout: result.stdout };
+  const holds = (file: string) =>
+    new RegExp(`^// .*node_modules/${file}`, 'm').test(bundled) || required.some((line) => line.includes(`/node_modules/${file}`));
+  return { yaml: holds('yaml/'), ajv: holds('ajv/dist/core.js'), stdout: result.stdout };
 }
 
 const loads = ({ yaml, ajv }: { yaml: boolean; ajv: boolean }) => ({ yaml, ajv });

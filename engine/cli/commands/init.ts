@@ -39,13 +39,15 @@ export async function runInit(context: Context): Promise<number> {
 
 /** The store directory pipeline.yaml names, relative to it (the default when it names another place). */
 async function storeEntry(dir: string): Promise<string> {
-  const { parse } = await loadYaml();
+  const { parse, YAMLError } = await loadYaml();
+  let store: unknown;
   try {
-    const store = (parse(readFileSync(path.join(dir, 'pipeline.yaml'), 'utf8')) as { store?: unknown } | null)?.store;
-    const inside = typeof store === 'string' && !store.includes('$') && !path.isAbsolute(store) && !store.startsWith('..');
-    if (inside) return path.normalize(store).replace(/\/+$/, '');
-  } catch {
-    // an unreadable copy is reported by the first command that loads it
+    store = (parse(readFileSync(path.join(dir, 'pipeline.yaml'), 'utf8')) as { store?: unknown } | null)?.store;
+  } catch (error) {
+    // An unreadable or unparsable copy is reported by the first command that loads it; anything
+    // else is the engine's own fault and is not hidden behind the default.
+    if (!(error instanceof YAMLError) && (error as NodeJS.ErrnoException).syscall === undefined) throw error;
   }
+  if (typeof store === 'string' && !store.includes('$') && !path.isAbsolute(store) && !store.startsWith('..')) return path.normalize(store).replace(/\/+$/, '');
   return '.pipeline';
 }
