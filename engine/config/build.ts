@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import { PipelineError, type Issue } from '../errors.js';
-import { preloadAjv } from './ajv.js';
+import { createAjv, preloadAjv } from './ajv.js';
 import { configCacheDir, writeCachedConfig } from './cache.js';
 import { configValidators, type ConfigValidators } from './config-schemas.js';
 import { crossCheck } from './cross-check.js';
@@ -140,7 +140,8 @@ export function buildPipeline(
     }
   });
 
-  const registry = new SchemaRegistry();
+  // Validators keep their source, so the configuration cache gets them as standalone code without a second compile.
+  const registry = new SchemaRegistry(createAjv({ standalone: 'cjs' }));
   const named = registerSchemas(registry, def, texts, issues, sources);
   const machineDef = machine.data;
   if (issues.some((issue) => issue.severity === 'error') || !machineDef) return { issues: [...issues, ...warnings] };
@@ -204,6 +205,6 @@ export async function buildAndCache(dir: string, env: Env, buildId: string | und
     const errors = issues.filter((issue) => issue.severity === 'error');
     throw new PipelineError('config.invalid', `invalid configuration (${errors.length} ${errors.length === 1 ? 'error' : 'errors'})`, { issues });
   }
-  if (buildId && configCacheDir(env)) await writeCachedConfig(dir, env, buildId, config, prebuildSchemas(pipeline.schemas, config.schemas));
+  if (buildId && configCacheDir(env)) await writeCachedConfig(dir, env, buildId, config, prebuildSchemas(pipeline.schemas));
   return { pipeline, config };
 }

@@ -93,6 +93,12 @@ export class SchemaRegistry {
     return [...[...this.namedSchemas].map(([name, schema]): [string, object] => [namedKey(name), schema]), ...this.anonymous];
   }
 
+  /** Every schema's validator, by key as in `schemasByKey`, compiling those not compiled yet. */
+  validatorsByKey(): [string, ValidateFunction][] {
+    const named = [...this.named.keys()].map((name): [string, ValidateFunction] => [namedKey(name), this.named$(name)]);
+    return [...named, ...[...this.anonymous.keys()].map((key): [string, ValidateFunction] => [key, this.inline(key)])];
+  }
+
   /**
    * Validators compiled earlier (standalone code from the configuration cache), used instead of
    * compiling: `of(key)` returns the schema's validator, or undefined to compile it here.
