@@ -5,6 +5,7 @@
 import { createRequire } from 'node:module';
 import type * as AjvPackage from 'ajv';
 import type { Ajv, AnySchemaObject, Code, KeywordCxt, Name } from 'ajv';
+import { commonJsExports } from '../util/commonjs.js';
 
 export type { ErrorObject } from 'ajv';
 
@@ -20,16 +21,11 @@ let ajvPackage: typeof AjvPackage | undefined;
 let standaloneModule: unknown;
 const requireHere = createRequire(import.meta.url);
 
-/** A CommonJS package's exports: the module's default export from the bundle, both under Node. */
-function exportsOf<T>(loaded: unknown): T {
-  return ((loaded as { default?: T }).default ?? loaded) as T;
-}
-
 export async function preloadAjv(): Promise<void> {
   if (ajvPackage) return;
   const [core, standalone] = await Promise.all([import('ajv'), import('ajv/dist/standalone/index.js')]);
   if (ajvPackage) return; // loaded on the spot meanwhile: keep that copy whole
-  ajvPackage = exportsOf<typeof AjvPackage>(core);
+  ajvPackage = commonJsExports<typeof AjvPackage>(core);
   standaloneModule = standalone;
 }
 
