@@ -19,6 +19,7 @@
  * Evaluation is pure: the clock and the secrets come in through the context.
  */
 import { createHmac } from 'node:crypto';
+import { cloneJson } from '../util/clone.js';
 import { getPath, isObject } from '../util/json-path.js';
 import { renderTemplate, templatePaths } from './template.js';
 
@@ -176,7 +177,7 @@ function compiledPattern(source: string, flags: 'm'): RegExp {
 }
 
 function copyOf(value: unknown, context: ExprContext): unknown {
-  return context.copy === false || value === null || typeof value !== 'object' ? value : structuredClone(value);
+  return context.copy === false || value === null || typeof value !== 'object' ? value : cloneJson(value);
 }
 
 function requireTemplatePaths(template: string, root: unknown, missing: string[]): void {
