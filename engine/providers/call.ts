@@ -56,7 +56,8 @@ export async function callProvider(cache: AnswerCache, provider: Provider, reque
   }
   const key = cacheKey(provider, request.prompt, options.seat);
   if (options.useCache) {
-    const hit = await cache.get(key);
+    // An entry holds the answer JSON-escaped (at most 6 bytes per byte) and its usage.
+    const hit = await cache.get(key, 6 * maxBytes + 64 * 1024);
     if (isCachedAnswer(hit)) {
       const parsed = parse(hit.text, maxBytes);
       if (parsed.ok) return { ok: true, value: parsed.value, usage: hit.usage, cached: true, keep: noop };

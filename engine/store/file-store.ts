@@ -19,6 +19,7 @@ import { fsyncDir, groupSync, install, NotRegularFile, writeFileAtomic, writeTem
 import { isUlid } from '../util/ids.js';
 import { isObject } from '../util/json-path.js';
 import { readAuditIndex, type AuditMemo } from './audit-index.js';
+import { FileAnswerCache } from './answer-cache.js';
 import { appendDurably, appendText, isRealDirectory, lastByte, parseJsonLines, readRegular, readRegularFrom, sizeOf, sweepTemps } from './files.js';
 import { COLLECTION_NAME, readIntents, Journal, type EntryIntent, type Intent } from './journal.js';
 import { LedgerIndex } from './ledger-index.js';
@@ -1101,41 +1102,5 @@ function parseKeyMarker(text: string): ({ id: string } & Partial<ProcessIdentity
     return typeof value.id === 'string' && isUlid(value.id) && typeof value.pid === 'number' ? { ...value, id: value.id } : undefined;
   } catch {
     return undefined;
-  }
-}
-
-/** The answer cache: one file per key (a digest), written without fsync — a lost entry costs a call. */
-class FileAnswerCache implements AnswerCache {
-  constructor(private readonly dir: string) {}
-
-  private file(key: string): string {
-    return path.join(this.dir, `${createHash('sha256').update(key).digest('hex')}.json`);
-  }
-
-  async get(key: string): Promise<unknown | undefined> {
-    let text: string | undefined;
-    try {
-      text = readRegular(this.file(key));
-    } catch {
-      return undefined;
-    }
-    if (text === undefined) return undefined;
-    try {
-      return JSON.parse(text) as unknown;
-    } catch {
-      return undefined;
-    }
-  }
-
-  async put(key: string, value: unknown): Promise<void> {
-    if (!isRealDirectory(this.dir)) mkdirSync(this.dir, { recursive: true });
-    // Through the thread pool, not synchronously: a cache write must not stall answers in flight.
-    const target = this.file(key);
-    const temp = `${target}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`;
-    await fs.writeFile(temp, JSON.stringify(value), { flag: 'wx' });
-    await fs.rename(temp, target).catch(async (error: unknown) => {
-      await fs.unlink(temp).catch(() => {});
-      throw error;
-    });
   }
 }

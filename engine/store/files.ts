@@ -15,12 +15,14 @@
  * the commits of concurrent work overlap, and concurrent syncs of one file or directory are
  * shared (group commit).
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, promises as fs, readSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, open, openSync, promises as fs, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { groupSyncOpen, NotRegularFile, writeAll } from '../util/atomic-write.js';
 import { isAlive } from './process-identity.js';
 
-const { O_RDONLY, O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
+const { O_RDONLY, O_WRONLY, O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constants;
+const openAsync = promisify(open);
 
 function describeType(stat: Stats): string {
   if (stat.isSymbolicLink()) return 'a symbolic link';
@@ -31,29 +33,38 @@ function describeType(stat: Stats): string {
   return 'not a regular file';
 }
 
-/** Open `file` without following a link or blocking; it must be a regular file. */
-function openRegular(file: string, flags: number, mode = 0o644): number {
-  return openRegularSized(file, flags, mode).fd;
+function notRegularOpen(file: string, error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'ELOOP' || code === 'EMLINK') return new NotRegularFile(file, 'a symbolic link');
+  if (code === 'EISDIR') return new NotRegularFile(file, 'a directory');
+  if (code === 'ENXIO') return new NotRegularFile(file, 'a FIFO or socket');
+  return error;
 }
 
-/** `openRegular`, with the size and identity its fstat saw (so a reader need not stat the file again). */
-function openRegularSized(file: string, flags: number, mode = 0o644): { fd: number; size: number; inode: string } {
-  let fd: number;
-  try {
-    fd = openSync(file, flags | O_NOFOLLOW | O_NONBLOCK, mode);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP' || code === 'EMLINK') throw new NotRegularFile(file, 'a symbolic link');
-    if (code === 'EISDIR') throw new NotRegularFile(file, 'a directory');
-    if (code === 'ENXIO') throw new NotRegularFile(file, 'a FIFO or socket');
-    throw error;
-  }
+/** The fd's size and identity; it must be a regular file (else it is closed and NotRegularFile thrown). */
+function regularSized(file: string, fd: number): { fd: number; size: number; inode: string } {
   const stat = fstatSync(fd);
   if (!stat.isFile()) {
     closeSync(fd);
     throw new NotRegularFile(file, describeType(stat));
   }
   return { fd, size: stat.size, inode: `${stat.dev}:${stat.ino}` };
+}
+
+/** Open `file` without following a link or blocking; it must be a regular file. */
+function openRegular(file: string, flags: number, mode = 0o644): number {
+  return openRegularSized(file, flags, mode).fd;
+}
+
+/** `openRegular`, with the size and identity its fstat saw (so a reader need not stat the file again). */
+export function openRegularSized(file: string, flags: number, mode = 0o644): { fd: number; size: number; inode: string } {
+  let fd: number;
+  try {
+    fd = openSync(file, flags | O_NOFOLLOW | O_NONBLOCK, mode);
+  } catch (error) {
+    throw notRegularOpen(file, error);
+  }
+  return regularSized(file, fd);
 }
 
 /** Read all of an open file. */
@@ -85,6 +96,45 @@ export function readRegular(file: string): string | undefined {
   }
   try {
     return readAllFd(fd, size).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * `readRegular` with its open — the path lookup, which waits for the directory's lock while a
+ * file is being created in it — on the thread pool, so the event loop goes on meanwhile; the rest
+ * (on the descriptor) is synchronous. A file over `maxBytes` is refused (TooLarge).
+ */
+export async function readRegularAsync(file: string, maxBytes: number): Promise<string | undefined> {
+  let fd: number;
+  try {
+    fd = await openAsync(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw notRegularOpen(file, error);
+  }
+  const { size } = regularSized(file, fd);
+  try {
+    // Never more than maxBytes + 1 read, even from a file that grew since the fstat.
+    const buffer = Buffer.allocUnsafe(Math.min(size, maxBytes) + 1);
+    let done = 0;
+    for (let read = -1; read !== 0 && done < buffer.length; done += read) read = readSync(fd, buffer, done, buffer.length - done, null);
+    if (done > maxBytes) throw new RangeError(`${file} is larger than ${maxBytes} bytes`);
+    return buffer.toString('utf8', 0, done);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Create `file` (it must not exist) with `data`, its open — the inode allocation, under the
+ * directory's lock — on the thread pool. Not synced.
+ */
+export async function createFileAsync(file: string, data: Buffer): Promise<void> {
+  const fd = await openAsync(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
+  try {
+    writeAll(fd, data);
   } finally {
     closeSync(fd);
   }

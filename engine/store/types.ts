@@ -137,7 +137,8 @@ export interface Claimed {
 
 /** Validated model answers (SPEC §6): never required for correctness. */
 export interface AnswerCache {
-  get(key: string): Promise<unknown | undefined>;
+  /** The entry under `key`; one stored in more than `maxBytes` bytes is treated as missing. */
+  get(key: string, maxBytes?: number): Promise<unknown | undefined>;
   put(key: string, value: unknown): Promise<void>;
 }
 

@@ -1,0 +1,151 @@
+/** The file store's answer cache: one shared log of records, files for large or replaced values. */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FileAnswerCache } from '../../engine/store/answer-cache.js';
+import { ROOT, tempDir } from '../helpers.js';
+
+const digest = (key: string) => createHash('sha256').update(key).digest('hex');
+const setup = () => {
+  const dir = path.join(tempDir('pipeline-cache-'), 'cache');
+  return { dir, log: path.join(dir, 'log.jsonl'), cache: new FileAnswerCache(dir) };
+};
+const answer = (i: number) => ({ text: `{"verdict":"approve","n":${i}}`, usage: { input_tokens: i, output_tokens: 1 } });
+
+describe('the answer cache (file store)', () => {
+  it('keeps small entries as records of one log: no file per entry', async () => {
+    const { dir, log, cache } = setup();
+    for (let i = 0; i < 50; i++) await cache.put(`key ${i}`, answer(i));
+    expect(readdirSync(dir)).toEqual(['log.jsonl']);
+    expect(readFileSync(log, 'utf8').trimEnd().split('\n')).toHaveLength(50);
+    for (let i = 0; i < 50; i++) expect(await cache.get(`key ${i}`)).toEqual(answer(i));
+    expect(await cache.get('key 50')).toBeUndefined();
+  });
+
+  it('reads what another process appended, before and after its own first read', async () => {
+    const { dir, cache } = setup();
+    const other = new FileAnswerCache(dir);
+    await cache.put('first', answer(1));
+    expect(await other.get('first')).toEqual(answer(1));
+    expect(await other.get('second')).toBeUndefined();
+    await cache.put('second', answer(2));
+    expect(await other.get('second')).toEqual(answer(2));
+  });
+
+  it('loses no record when several processes append at once while one reads', async () => {
+    const { dir, log, cache } = setup();
+    await cache.put('seed', answer(0));
+    const script = (n: number) => `import { FileAnswerCache } from ${JSON.stringify(path.join(ROOT, 'dist', 'engine', 'store', 'answer-cache.js'))};
+      const cache = new FileAnswerCache(${JSON.stringify(dir)});
+      for (let i = 0; i < 100; i++) await cache.put('writer ${n} ' + i, { text: 'x'.repeat(i * 40), n: ${n}, i });`;
+    const writers = [1, 2, 3, 4].map(
+      (n) => new Promise((resolve) => spawn(process.execPath, ['--input-type=module', '-e', script(n)], { stdio: 'inherit' }).on('exit', resolve)),
+    );
+    let done = false;
+    const reading = (async () => {
+      // Reads while the lines are being written: a half-written line must wait, not be skipped.
+      while (!done) {
+        await cache.get('writer 1 99');
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+    })();
+    await Promise.all(writers);
+    done = true;
+    await reading;
+    for (const reader of [cache, new FileAnswerCache(dir)])
+      for (const n of [1, 2, 3, 4]) for (let i = 0; i < 100; i++) expect(await reader.get(`writer ${n} ${i}`)).toEqual({ text: 'x'.repeat(i * 40), n, i });
+    expect(
+      readFileSync(log, 'utf8')
+        .split('\n')
+        .filter((line) => line === ''),
+    ).toEqual(['']);
+  });
+
+  it('gives a large value its own file, and the latest value of a key written twice wins', async () => {
+    const { dir, cache } = setup();
+    const large = { rows: Array.from({ length: 10_000 }, (_, i) => `row ${i}`) };
+    await cache.put('large', large);
+    expect(readdirSync(dir).sort()).toEqual([`${digest('large')}.json`, 'log.jsonl']);
+    expect(await cache.get('large')).toEqual(large);
+    expect(await cache.get('large', 1000)).toBeUndefined();
+    await cache.put('large', { v: 2 });
+    await cache.put('small', { v: 1 });
+    await cache.put('small', { v: 2 });
+    await cache.put('small', { v: 3 });
+    const other = new FileAnswerCache(dir);
+    for (const reader of [cache, other]) {
+      expect(await reader.get('large')).toEqual({ v: 2 });
+      expect(await reader.get('small')).toEqual({ v: 3 });
+    }
+    // One value record and one pointer to the file per key, however often it is replaced.
+    expect(readFileSync(path.join(dir, 'log.jsonl'), 'utf8').trimEnd().split('\n')).toHaveLength(3);
+  });
+
+  it('still reads entries of the earlier layout (a file per key), and a record of the log overrides one', async () => {
+    const { dir, cache } = setup();
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, `${digest('old')}.json`), JSON.stringify(answer(7)));
+    expect(await cache.get('old')).toEqual(answer(7));
+    await new FileAnswerCache(dir).put('old', answer(8));
+    expect(await cache.get('old')).toEqual(answer(8));
+  });
+
+  it('skips a torn record and garbage, and starts its next record on a line of its own', async () => {
+    const { dir, log, cache } = setup();
+    await cache.put('kept', answer(1));
+    appendFileSync(log, `not json at all\n{"k":"${digest('forged')}","v":{"text":"not this"}}\n{"k":"${digest('torn')}","v":{"te`);
+    await cache.put('after', answer(2));
+    const other = new FileAnswerCache(dir);
+    expect(await other.get('kept')).toEqual(answer(1));
+    expect(await other.get('after')).toEqual(answer(2));
+    expect(await other.get('torn')).toBeUndefined();
+    expect(readFileSync(log, 'utf8').split('\n').at(-2)).toBe(`{"k":"${digest('after')}","v":${JSON.stringify(answer(2))}}`);
+  });
+
+  it('uses a record only when its whole digest matches the key', async () => {
+    const { dir, log } = setup();
+    mkdirSync(dir, { recursive: true });
+    const wanted = digest('wanted');
+    // The index keys records by a digest's first digits: a record that only shares those is not the key's.
+    writeFileSync(log, `{"k":"${wanted.slice(0, 16)}${'0'.repeat(48)}","v":{"text":"someone else's"}}\n`);
+    expect(await new FileAnswerCache(dir).get('wanted')).toBeUndefined();
+  });
+
+  it('treats an entry over the reader’s bound as missing', async () => {
+    const { cache } = setup();
+    await cache.put('big', { text: 'x'.repeat(4000) });
+    expect(await cache.get('big', 1000)).toBeUndefined();
+    expect(await cache.get('big', 10_000)).toEqual({ text: 'x'.repeat(4000) });
+  });
+
+  it('never follows a link where the log belongs: entries then get files', async () => {
+    const { dir, log, cache } = setup();
+    const outside = path.join(tempDir('pipeline-outside-'), 'target.jsonl');
+    writeFileSync(outside, '');
+    mkdirSync(dir, { recursive: true });
+    symlinkSync(outside, log);
+    await cache.put('k', answer(1));
+    expect(readFileSync(outside, 'utf8')).toBe('');
+    expect(await cache.get('k')).toEqual(answer(1));
+    expect(readdirSync(dir).sort()).toEqual([`${digest('k')}.json`, 'log.jsonl']);
+  });
+
+  it('starts over when the log is removed or replaced', async () => {
+    const { log, cache } = setup();
+    await cache.put('a', answer(1));
+    expect(await cache.get('a')).toEqual(answer(1));
+    unlinkSync(log);
+    expect(await cache.get('a')).toBeUndefined();
+    await cache.put('b', answer(2));
+    expect(await cache.get('b')).toEqual(answer(2));
+    expect(await cache.get('a')).toBeUndefined();
+    // Replaced by a shorter log (renamed over it): read from its start, not from the old offset.
+    const replacement = `${log}.new`;
+    writeFileSync(replacement, `{"k":"${digest('c')}","v":${JSON.stringify(answer(3))}}\n`);
+    renameSync(replacement, log);
+    expect(await cache.get('c')).toEqual(answer(3));
+    expect(await cache.get('b')).toBeUndefined();
+  });
+});
