@@ -8,11 +8,12 @@
  * Kept lean for 100,000 files: the directory listing and the cache are both sorted by id and
  * merged, with no per-entry objects.
  */
-import { lstatSync, mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { hasPath } from '../util/json-path.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { readRegular } from './files.js';
+import { statFiles } from './parallel-stat.js';
 import { wrongId } from './types.js';
 
 const FORMAT = 'pipeline-index 3';
@@ -105,11 +106,13 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   let changed = false;
   let c = 0;
   const prefix = `${proposalsDir}/`;
-  for (const id of ids) {
-    // lstat: a link, FIFO or directory named like a proposal is reported (malformed), never followed.
-    const stat = lstatSync(`${prefix}${id}.json`, { throwIfNoEntry: false });
-    if (!stat) continue;
-    if (!stat.isFile()) {
+  // lstat: a link, FIFO or directory named like a proposal is reported (malformed), never followed.
+  const statAt = statFiles(prefix, ids, '.json');
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    const stat = statAt(i);
+    if (stat === undefined) continue;
+    if (stat === null) {
       out.ids.push(id);
       out.statuses.push(null);
       out.marks.push(0);
