@@ -14,11 +14,11 @@
  * The log is hostile input like every store file: opened without following links, regular files
  * only, lines read up to a bound, a record used only when it parses and its digest matches.
  */
-import { createHash } from 'node:crypto';
-import { closeSync, constants, lstatSync, mkdirSync, promises as fs, readdirSync, readSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, constants, type Dir, lstatSync, mkdirSync, opendirSync, promises as fs, readSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { NotRegularFile, writeAll } from '../util/atomic-write.js';
-import { createFileAsync, isRealDirectory, openRegularSized, readRegularAsync } from './files.js';
+import { writeAll } from '../util/atomic-write.js';
+import { createFileAsync, isRealDirectory, openRegularSized, readRegularBounded } from './files.js';
 import type { AnswerCache } from './types.js';
 
 const { O_RDONLY, O_RDWR, O_APPEND, O_CREAT } = constants;
@@ -28,13 +28,18 @@ const LOG = 'log.jsonl';
 const LOG_VALUE_MAX = 64 * 1024;
 /** A record's bytes fit in 17 bits: the index packs a record as offset · SPAN + length. */
 const SPAN = 2 ** 17;
-/** Past this offset (64 GiB) new entries go to files: a packed offset stays an exact integer. */
-const LOG_MAX = Number.MAX_SAFE_INTEGER / SPAN;
+/**
+ * How much of the log is indexed (and so read by each process, once): past it the log is full and
+ * new entries get files, as before the log. Bounds the time and memory a hostile or old log costs.
+ */
+const LOG_MAX = 64 * 1024 * 1024;
 const HEAD = Buffer.from('{"k":"');
 const DIGEST = 64;
 /** The index is keyed by a digest's first 16 hex digits; a record is used only when all 64 match. */
 const PREFIX = 16;
 const CHUNK = 1 << 20;
+/** The log's first line names this log: one made again (even on a reused inode) is another log. */
+const FIRST_LINE_MAX = 128;
 const ENTRY_FILE = /^[0-9a-f]{64}\.json$/;
 
 /** The default bound of an entry read without one (a derived value can be large). */
@@ -50,8 +55,9 @@ export class FileAnswerCache implements AnswerCache {
   private readonly log: string;
   /** digest prefix → offset · SPAN + length of the key's latest record in the log. */
   private index = new Map<string, number>();
-  /** The log's identity (device:inode) the index describes, and how far it has been read. */
+  /** The log the index describes — its device:inode and first line — and how far it has been read. */
   private inode = '';
+  private first: string | undefined;
   private scanned = 0;
   /** Did the directory hold entry files (of the earlier layout) when it was first looked at? */
   private files: boolean | undefined;
@@ -60,6 +66,7 @@ export class FileAnswerCache implements AnswerCache {
     this.log = path.join(dir, LOG);
   }
 
+  /** Never throws: whatever cannot be read is a miss. */
   async get(key: string, maxBytes = DEFAULT_MAX_BYTES): Promise<unknown | undefined> {
     try {
       const digest = this.digest(key);
@@ -67,23 +74,37 @@ export class FileAnswerCache implements AnswerCache {
       const at = this.index.get(digest.slice(0, PREFIX));
       if (at !== undefined && at % SPAN > maxBytes) return undefined;
       const record = at === undefined ? undefined : this.record(at, digest);
-      if (record && record.file !== true) return record.v;
-      if (record?.file !== true && !this.files) return undefined;
-      const text = await readRegularAsync(path.join(this.dir, `${digest}.json`), maxBytes);
-      return text === undefined ? undefined : (JSON.parse(text) as unknown);
+      // A key's file is never older than its record in the log (a record is written only for a
+      // key with none there yet, after its file is removed): the file wins.
+      if (this.files || record?.file === true) {
+        const text = readRegularBounded(path.join(this.dir, `${digest}.json`), maxBytes);
+        if (text !== undefined) return JSON.parse(text) as unknown;
+      }
+      return record && record.file !== true ? record.v : undefined;
     } catch {
       return undefined;
     }
   }
 
+  /** Fails only where a file per entry would: a log it cannot use means the entry gets a file. */
   async put(key: string, value: unknown): Promise<void> {
     if (!isRealDirectory(this.dir)) mkdirSync(this.dir, { recursive: true });
     const digest = this.digest(key);
     const text = JSON.stringify(value);
-    this.refresh();
-    const at = this.index.get(digest.slice(0, PREFIX));
-    if (at === undefined && Buffer.byteLength(text) <= LOG_VALUE_MAX && this.scanned < LOG_MAX && this.append(`{"k":"${digest}","v":${text}}\n`)) return;
     const target = path.join(this.dir, `${digest}.json`);
+    let at: number | undefined;
+    let usable = true;
+    try {
+      this.refresh();
+      at = this.index.get(digest.slice(0, PREFIX));
+    } catch {
+      usable = false;
+    }
+    if (usable && at === undefined && Buffer.byteLength(text) <= LOG_VALUE_MAX && this.scanned < LOG_MAX) {
+      // An older file of this key must not come back should the log ever lose this record.
+      const stale = this.files === true && !removeQuietly(target);
+      if (!stale && this.append(`{"k":"${digest}","v":${text}}\n`)) return;
+    }
     const temp = `${target}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`;
     await createFileAsync(temp, Buffer.from(text));
     await fs.rename(temp, target).catch(async (error: unknown) => {
@@ -91,14 +112,15 @@ export class FileAnswerCache implements AnswerCache {
       throw error;
     });
     this.files = true;
-    if (at === undefined || this.record(at, digest)?.file !== true) this.append(`{"k":"${digest}","file":true}\n`);
+    // The log's latest record of the key must say "its file" (once is enough).
+    if (usable && (at === undefined || this.record(at, digest)?.file !== true)) this.append(`{"k":"${digest}","file":true}\n`);
   }
 
   private digest(key: string): string {
     return createHash('sha256').update(key).digest('hex');
   }
 
-  /** Bring the index up to date with the log: start over when it was replaced, read what was appended. */
+  /** Bring the index up to date with the log: start over when it is another log, read what was appended. */
   private refresh(): void {
     this.files ??= hasEntryFiles(this.dir);
     const stat = lstatSync(this.log, { throwIfNoEntry: false });
@@ -106,39 +128,44 @@ export class FileAnswerCache implements AnswerCache {
       this.forget();
       return;
     }
-    const inode = `${stat.dev}:${stat.ino}`;
-    if (inode !== this.inode) {
-      this.forget();
-      this.inode = inode;
-    }
-    if (stat.size > this.scanned) this.readTail();
+    // Shorter than what was read: truncated, or removed and made again.
+    if (`${stat.dev}:${stat.ino}` !== this.inode || stat.size < this.scanned) this.forget();
+    if (stat.size > this.scanned && this.scanned < LOG_MAX) this.readTail(stat.size);
   }
 
   private forget(): void {
     this.index.clear();
     this.inode = '';
+    this.first = undefined;
     this.scanned = 0;
   }
 
-  /** Index the whole lines appended since the last read (a line still being written waits). */
-  private readTail(): void {
+  /** Is `fd` the log the index describes? (Its first line was read when the index started.) */
+  private same(fd: number, inode: string): boolean {
+    return inode === this.inode && this.first !== undefined && firstLine(fd) === this.first;
+  }
+
+  /** Index the whole lines appended since the last read, up to `size` (a line still being written waits). */
+  private readTail(size: number): void {
     const { fd, inode } = openRegularSized(this.log, O_RDONLY);
     try {
-      if (inode !== this.inode) {
+      if (!this.same(fd, inode)) {
         this.forget();
         this.inode = inode;
+        this.first = firstLine(fd);
       }
+      const end = Math.min(size, LOG_MAX);
       let carry = Buffer.alloc(0);
       let offset = this.scanned;
-      for (;;) {
-        const chunk = Buffer.allocUnsafe(CHUNK);
-        const read = readSync(fd, chunk, 0, CHUNK, offset + carry.length);
+      while (offset + carry.length < end) {
+        const chunk = Buffer.allocUnsafe(Math.min(CHUNK, end - offset - carry.length));
+        const read = readSync(fd, chunk, 0, chunk.length, offset + carry.length);
         if (read === 0) break;
         const bytes = carry.length ? Buffer.concat([carry, chunk.subarray(0, read)]) : chunk.subarray(0, read);
         let start = 0;
-        for (let end = bytes.indexOf(10, start); end >= 0; end = bytes.indexOf(10, start)) {
-          this.indexLine(bytes, start, end, offset + start);
-          start = end + 1;
+        for (let newline = bytes.indexOf(10, start); newline >= 0; newline = bytes.indexOf(10, start)) {
+          this.indexLine(bytes, start, newline, offset + start);
+          start = newline + 1;
         }
         offset += start;
         // A line longer than any record is skipped whole, never buffered without bound.
@@ -159,13 +186,22 @@ export class FileAnswerCache implements AnswerCache {
     this.index.set(digest, at * SPAN + length);
   }
 
-  /** The record at packed position `at`, when it parses and belongs to `digest`. */
+  /** The record at packed position `at`, when it is still in this log, parses and belongs to `digest`. */
   private record(at: number, digest: string): LogRecord | undefined {
     const offset = Math.floor(at / SPAN);
     const length = at % SPAN;
-    const { fd, inode } = openRegularSized(this.log, O_RDONLY);
+    let opened: { fd: number; inode: string };
     try {
-      if (inode !== this.inode) return undefined;
+      opened = openRegularSized(this.log, O_RDONLY);
+    } catch {
+      return undefined;
+    }
+    const { fd, inode } = opened;
+    try {
+      if (!this.same(fd, inode)) {
+        this.forget();
+        return undefined;
+      }
       const buffer = Buffer.allocUnsafe(length);
       if (readSync(fd, buffer, 0, length, offset) !== length) return undefined;
       const record = JSON.parse(buffer.toString('utf8')) as LogRecord;
@@ -178,33 +214,62 @@ export class FileAnswerCache implements AnswerCache {
   }
 
   /**
-   * Append one record: one write, after a newline when a torn record ends the log. False when
-   * something other than a regular file is where the log belongs (the entry then gets a file).
+   * Append one record: one write, after a newline when a torn record ends the log, and after the
+   * log's first line when it makes the log. False when the log cannot be used (something other
+   * than a regular file where it belongs, no permission, …): the entry then gets a file.
    */
   private append(line: string): boolean {
     let opened: { fd: number; size: number };
     try {
       opened = openRegularSized(this.log, O_RDWR | O_APPEND | O_CREAT);
-    } catch (error) {
-      if (error instanceof NotRegularFile) return false;
-      throw error;
+    } catch {
+      return false;
     }
     const { fd, size } = opened;
     try {
-      const last = Buffer.alloc(1);
-      const torn = size > 0 && readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 10;
-      writeAll(fd, Buffer.from(torn ? `\n${line}` : line));
+      let text = line;
+      if (size === 0) text = `{"log":"pipeline answer cache","id":"${randomBytes(8).toString('hex')}"}\n${line}`;
+      else {
+        const last = Buffer.alloc(1);
+        if (readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 10) text = `\n${line}`;
+      }
+      writeAll(fd, Buffer.from(text));
       return true;
+    } catch {
+      return false;
     } finally {
       closeSync(fd);
     }
   }
 }
 
-function hasEntryFiles(dir: string): boolean {
+/** The log's first line (at most FIRST_LINE_MAX bytes of it). */
+function firstLine(fd: number): string {
+  const buffer = Buffer.alloc(FIRST_LINE_MAX);
+  const read = readSync(fd, buffer, 0, FIRST_LINE_MAX, 0);
+  const newline = buffer.subarray(0, read).indexOf(10);
+  return buffer.toString('latin1', 0, newline >= 0 ? newline : read);
+}
+
+function removeQuietly(file: string): boolean {
   try {
-    return readdirSync(dir).some((name) => ENTRY_FILE.test(name));
+    unlinkSync(file);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
+
+/** Does the directory hold an entry file? (Stops at the first: an old cache can hold very many.) */
+function hasEntryFiles(dir: string): boolean {
+  let handle: Dir | undefined;
+  try {
+    handle = opendirSync(dir);
+    for (let entry = handle.readSync(); entry; entry = handle.readSync()) if (ENTRY_FILE.test(entry.name)) return true;
+    return false;
   } catch {
     return false;
+  } finally {
+    handle?.closeSync();
   }
 }

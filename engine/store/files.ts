@@ -33,24 +33,6 @@ function describeType(stat: Stats): string {
   return 'not a regular file';
 }
 
-function notRegularOpen(file: string, error: unknown): unknown {
-  const code = (error as NodeJS.ErrnoException).code;
-  if (code === 'ELOOP' || code === 'EMLINK') return new NotRegularFile(file, 'a symbolic link');
-  if (code === 'EISDIR') return new NotRegularFile(file, 'a directory');
-  if (code === 'ENXIO') return new NotRegularFile(file, 'a FIFO or socket');
-  return error;
-}
-
-/** The fd's size and identity; it must be a regular file (else it is closed and NotRegularFile thrown). */
-function regularSized(file: string, fd: number): { fd: number; size: number; inode: string } {
-  const stat = fstatSync(fd);
-  if (!stat.isFile()) {
-    closeSync(fd);
-    throw new NotRegularFile(file, describeType(stat));
-  }
-  return { fd, size: stat.size, inode: `${stat.dev}:${stat.ino}` };
-}
-
 /** Open `file` without following a link or blocking; it must be a regular file. */
 function openRegular(file: string, flags: number, mode = 0o644): number {
   return openRegularSized(file, flags, mode).fd;
@@ -62,9 +44,18 @@ export function openRegularSized(file: string, flags: number, mode = 0o644): { f
   try {
     fd = openSync(file, flags | O_NOFOLLOW | O_NONBLOCK, mode);
   } catch (error) {
-    throw notRegularOpen(file, error);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'EMLINK') throw new NotRegularFile(file, 'a symbolic link');
+    if (code === 'EISDIR') throw new NotRegularFile(file, 'a directory');
+    if (code === 'ENXIO') throw new NotRegularFile(file, 'a FIFO or socket');
+    throw error;
   }
-  return regularSized(file, fd);
+  const stat = fstatSync(fd);
+  if (!stat.isFile()) {
+    closeSync(fd);
+    throw new NotRegularFile(file, describeType(stat));
+  }
+  return { fd, size: stat.size, inode: `${stat.dev}:${stat.ino}` };
 }
 
 /** Read all of an open file. */
@@ -101,20 +92,16 @@ export function readRegular(file: string): string | undefined {
   }
 }
 
-/**
- * `readRegular` with its open — the path lookup, which waits for the directory's lock while a
- * file is being created in it — on the thread pool, so the event loop goes on meanwhile; the rest
- * (on the descriptor) is synchronous. A file over `maxBytes` is refused (TooLarge).
- */
-export async function readRegularAsync(file: string, maxBytes: number): Promise<string | undefined> {
+/** `readRegular`, refusing (RangeError) a file over `maxBytes`; never reads more than that. */
+export function readRegularBounded(file: string, maxBytes: number): string | undefined {
   let fd: number;
+  let size: number;
   try {
-    fd = await openAsync(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+    ({ fd, size } = openRegularSized(file, O_RDONLY));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw notRegularOpen(file, error);
+    throw error;
   }
-  const { size } = regularSized(file, fd);
   try {
     // Never more than maxBytes + 1 read, even from a file that grew since the fstat.
     const buffer = Buffer.allocUnsafe(Math.min(size, maxBytes) + 1);

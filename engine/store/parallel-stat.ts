@@ -1,9 +1,9 @@
 /**
  * One `lstat` per proposal file is most of what `status` costs on a large store (~4 µs each,
- * 0.4 s at 100,000 here). From `PARALLEL_FROM` files on, a worker thread takes the second half
- * while the caller does the first, and hands its results over in shared memory: the two halves
- * run on two cores. Anything that goes wrong with the worker (it cannot start, it fails, it is
- * too slow) only means the caller stats the rest itself.
+ * 0.4 s at 100,000 here). From 40,000 files on (below that a thread's start-up eats the gain), a
+ * worker thread takes the second half while the caller does the first, and hands its results over
+ * in shared memory: the two halves run on two cores. Anything that goes wrong with the worker (it
+ * cannot start, it fails, it is too slow) only means the caller stats the rest itself.
  */
 import { lstatSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
@@ -11,16 +11,17 @@ import { Worker } from 'node:worker_threads';
 /** What the signature of a file is made of; `undefined`: gone; `null`: not a regular file. */
 export type FileStat = { mtimeMs: number; size: number; ino: number } | null | undefined;
 
-let parallelFrom = 20_000;
+let parallelFrom = 40_000;
 /** How long the caller waits for the worker's half before it stats that half itself. */
 const WAIT_MS = 30_000;
 
 /** For tests: how many results came from a worker. */
 export const statsFromWorker = { count: 0 };
 
-/** For tests: the number of files from which a worker takes half. */
-export function setParallelStatFrom(files: number): void {
+/** For tests: the number of files from which a worker takes half (and the script it runs). */
+export function setParallelStatFrom(files: number, script = WORKER): void {
   parallelFrom = files;
+  workerScript = script;
 }
 
 // CommonJS run by the worker (eval): no module of ours to resolve from wherever the bundle is.
@@ -41,8 +42,9 @@ try {
 } catch {
   Atomics.store(flag, 0, 2);
 }
-Atomics.notify(flag, 0);
 `;
+
+let workerScript = WORKER;
 
 function statOne(file: string): FileStat {
   const stat = lstatSync(file, { throwIfNoEntry: false });
@@ -50,41 +52,63 @@ function statOne(file: string): FileStat {
   return stat.isFile() ? { mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino } : null;
 }
 
+/** The stats of a list of files, read in order; `await ready()` before reading any at or past `from`. */
+export interface FileStats {
+  at(i: number): FileStat;
+  from: number;
+  ready(): Promise<void>;
+}
+
 /**
- * A reader of `prefix + ids[i] + suffix`'s stat, i ascending. Ids are 26 characters (ULIDs). The
- * second half is stat'ed by a worker that starts now; reading its first result waits for it.
+ * The stats of `prefix + ids[i] + suffix`. Ids are 26 characters (ULIDs). From `parallelFrom` ids
+ * on, a worker that starts now stats the second half; `ready()` waits for it (its exit, its
+ * error, or WAIT_MS) without blocking the event loop, and whatever it did not finish is stat'ed
+ * here.
  */
-export function statFiles(prefix: string, ids: readonly string[], suffix: string): (i: number) => FileStat {
+export function statFiles(prefix: string, ids: readonly string[], suffix: string): FileStats {
   const sync = (i: number) => statOne(`${prefix}${ids[i]}${suffix}`);
-  if (ids.length < parallelFrom || ids.some((id) => id.length !== 26)) return sync;
+  const alone: FileStats = { at: sync, from: ids.length, ready: async () => {} };
+  if (ids.length < parallelFrom || ids.some((id) => id.length !== 26)) return alone;
   const half = ids.length >> 1;
   const count = ids.length - half;
   let shared: SharedArrayBuffer;
   let worker: Worker;
   try {
     shared = new SharedArrayBuffer(8 + count * 4 * 8);
-    worker = new Worker(WORKER, { eval: true, workerData: { prefix, names: ids.slice(half).join(''), count, suffix, shared } });
+    worker = new Worker(workerScript, { eval: true, workerData: { prefix, names: ids.slice(half).join(''), count, suffix, shared } });
   } catch {
-    return sync;
+    return alone;
   }
-  worker.unref();
-  worker.on('error', () => {}); // its flag says whether it finished; an error only means it did not
   const flag = new Int32Array(shared, 0, 1);
   const out = new Float64Array(shared, 8);
-  let done: boolean | undefined;
-  return (i) => {
-    if (i < half) return sync(i);
-    if (done === undefined) {
-      Atomics.wait(flag, 0, 0, WAIT_MS);
+  // Settled when the worker is gone: its flag then says whether it finished.
+  const gone = new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      void worker.terminate();
+      resolve();
+    }, WAIT_MS);
+    const end = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    worker.once('exit', end);
+    worker.once('error', end);
+  });
+  let done = false;
+  return {
+    from: half,
+    ready: async () => {
+      await gone;
       done = Atomics.load(flag, 0) === 1;
-      if (!done) void worker.terminate();
-    }
-    if (!done) return sync(i);
-    statsFromWorker.count++;
-    const at = (i - half) * 4;
-    const kind = out[at];
-    if (kind === 0) return undefined;
-    if (kind === 2) return null;
-    return { mtimeMs: out[at + 1]!, size: out[at + 2]!, ino: out[at + 3]! };
+    },
+    at: (i) => {
+      if (i < half || !done) return sync(i);
+      statsFromWorker.count++;
+      const at = (i - half) * 4;
+      const kind = out[at];
+      if (kind === 0) return undefined;
+      if (kind === 2) return null;
+      return { mtimeMs: out[at + 1]!, size: out[at + 2]!, ino: out[at + 3]! };
+    },
   };
 }

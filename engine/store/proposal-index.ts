@@ -107,10 +107,11 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   let c = 0;
   const prefix = `${proposalsDir}/`;
   // lstat: a link, FIFO or directory named like a proposal is reported (malformed), never followed.
-  const statAt = statFiles(prefix, ids, '.json');
+  const stats = statFiles(prefix, ids, '.json');
   for (let i = 0; i < ids.length; i++) {
     const id = ids[i]!;
-    const stat = statAt(i);
+    if (i === stats.from) await stats.ready();
+    const stat = stats.at(i);
     if (stat === undefined) continue;
     if (stat === null) {
       out.ids.push(id);

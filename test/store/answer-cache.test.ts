@@ -1,7 +1,7 @@
 /** The file store's answer cache: one shared log of records, files for large or replaced values. */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FileAnswerCache } from '../../engine/store/answer-cache.js';
@@ -12,6 +12,11 @@ const setup = () => {
   const dir = path.join(tempDir('pipeline-cache-'), 'cache');
   return { dir, log: path.join(dir, 'log.jsonl'), cache: new FileAnswerCache(dir) };
 };
+/** The log's records (its first line names the log; empty lines between records are harmless). */
+const records = (log: string) =>
+  readFileSync(log, 'utf8')
+    .split('\n')
+    .filter((line) => line.startsWith('{"k":'));
 const answer = (i: number) => ({ text: `{"verdict":"approve","n":${i}}`, usage: { input_tokens: i, output_tokens: 1 } });
 
 describe('the answer cache (file store)', () => {
@@ -19,7 +24,7 @@ describe('the answer cache (file store)', () => {
     const { dir, log, cache } = setup();
     for (let i = 0; i < 50; i++) await cache.put(`key ${i}`, answer(i));
     expect(readdirSync(dir)).toEqual(['log.jsonl']);
-    expect(readFileSync(log, 'utf8').trimEnd().split('\n')).toHaveLength(50);
+    expect(records(log)).toHaveLength(50);
     for (let i = 0; i < 50; i++) expect(await cache.get(`key ${i}`)).toEqual(answer(i));
     expect(await cache.get('key 50')).toBeUndefined();
   });
@@ -56,11 +61,10 @@ describe('the answer cache (file store)', () => {
     await reading;
     for (const reader of [cache, new FileAnswerCache(dir)])
       for (const n of [1, 2, 3, 4]) for (let i = 0; i < 100; i++) expect(await reader.get(`writer ${n} ${i}`)).toEqual({ text: 'x'.repeat(i * 40), n, i });
-    expect(
-      readFileSync(log, 'utf8')
-        .split('\n')
-        .filter((line) => line === ''),
-    ).toEqual(['']);
+    // Every record is whole and on a line of its own (a writer that saw another's line half-written
+    // may leave an empty line, which is harmless): none lost, none merged.
+    expect(records(log)).toHaveLength(401);
+    for (const line of records(log)) expect(() => JSON.parse(line)).not.toThrow();
   });
 
   it('gives a large value its own file, and the latest value of a key written twice wins', async () => {
@@ -80,7 +84,7 @@ describe('the answer cache (file store)', () => {
       expect(await reader.get('small')).toEqual({ v: 3 });
     }
     // One value record and one pointer to the file per key, however often it is replaced.
-    expect(readFileSync(path.join(dir, 'log.jsonl'), 'utf8').trimEnd().split('\n')).toHaveLength(3);
+    expect(records(path.join(dir, 'log.jsonl'))).toHaveLength(3);
   });
 
   it('still reads entries of the earlier layout (a file per key), and a record of the log overrides one', async () => {
@@ -90,6 +94,53 @@ describe('the answer cache (file store)', () => {
     expect(await cache.get('old')).toEqual(answer(7));
     await new FileAnswerCache(dir).put('old', answer(8));
     expect(await cache.get('old')).toEqual(answer(8));
+  });
+
+  it('never brings back an older file of a key once a record replaced it', async () => {
+    const { dir, log, cache } = setup();
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(path.join(dir, `${digest('k')}.json`), JSON.stringify({ n: 0 }));
+    await cache.put('k', { n: 1 });
+    expect(await new FileAnswerCache(dir).get('k')).toEqual({ n: 1 });
+    unlinkSync(log);
+    expect(await cache.get('k')).toBeUndefined();
+  });
+
+  it('sees a log truncated, or removed and made again, as another log', async () => {
+    for (const lose of [(log: string) => truncateSync(log, 0), (log: string) => unlinkSync(log)]) {
+      const { dir, log, cache } = setup();
+      await cache.put('A', { n: 1 });
+      for (let i = 0; i < 20; i++) await cache.put(`other ${i}`, answer(i));
+      expect(await cache.get('A')).toEqual({ n: 1 });
+      lose(log);
+      const other = new FileAnswerCache(dir);
+      await other.put('A', { n: 1 });
+      await other.put('A', { n: 2 });
+      await other.put('B', { n: 3 });
+      // Longer than what `cache` had read: its offsets now fall inside another log.
+      for (let i = 0; i < 25; i++) await other.put(`more ${i}`, answer(i));
+      expect(await other.get('A')).toEqual({ n: 2 });
+      expect(await cache.get('A')).toEqual({ n: 2 });
+    }
+  });
+
+  it('reads at most 64 MiB of a log; past that, entries get files', async () => {
+    const { dir, log, cache } = setup();
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(log, '');
+    truncateSync(log, 8 * 1024 * 1024 * 1024); // 8 GiB of zeros, holding no disk space
+    expect(await cache.get('k')).toBeUndefined();
+    await cache.put('k', answer(1));
+    expect(readdirSync(dir).sort()).toEqual([`${digest('k')}.json`, 'log.jsonl']);
+    expect(await cache.get('k')).toEqual(answer(1));
+  });
+
+  it('puts an entry in a file when the log cannot be used, and never throws from get', async () => {
+    const { log, cache } = setup();
+    mkdirSync(log, { recursive: true });
+    await cache.put('k', answer(1));
+    expect(await cache.get('k')).toEqual(answer(1));
+    expect(await cache.get('missing')).toBeUndefined();
   });
 
   it('skips a torn record and garbage, and starts its next record on a line of its own', async () => {

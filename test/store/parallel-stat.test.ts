@@ -10,10 +10,10 @@ import { LAYOUT } from './contract.js';
 const ids = Array.from({ length: 8 }, (_, i) => `01ARZ3NDEKTSV4RRFFQ69G5FA${i}`);
 const doc = (id: string, status: string) => `${JSON.stringify({ id, artifact_id: id, created_at: '2026-11-01T00:00:00Z', status }, null, 2)}\n`;
 
-afterEach(() => setParallelStatFrom(20_000));
+afterEach(() => setParallelStatFrom(40_000));
 
 describe('stat by two threads', () => {
-  it('reads every kind of entry in the worker’s half as lstat does: file, link, directory, missing', () => {
+  it('reads every kind of entry in the worker’s half as lstat does: file, link, directory, missing', async () => {
     const dir = tempDir('pipeline-stat-');
     writeFileSync(path.join(dir, `${ids[0]}.json`), 'a');
     writeFileSync(path.join(dir, `${ids[4]}.json`), 'some bytes');
@@ -22,8 +22,12 @@ describe('stat by two threads', () => {
     writeFileSync(path.join(dir, `${ids[7]}.json`), '');
     setParallelStatFrom(2);
     const before = statsFromWorker.count;
-    const stat = statFiles(`${dir}/`, ids, '.json');
-    const got = ids.map((_, i) => stat(i));
+    const stats = statFiles(`${dir}/`, ids, '.json');
+    const got: unknown[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      if (i === stats.from) await stats.ready();
+      got.push(stats.at(i));
+    }
     expect(statsFromWorker.count - before).toBe(4);
     const file = (id: string) => {
       const real = lstatSync(path.join(dir, `${id}.json`));
@@ -31,6 +35,22 @@ describe('stat by two threads', () => {
     };
     expect(got).toEqual([file(ids[0]!), undefined, undefined, undefined, file(ids[4]!), null, null, file(ids[7]!)]);
   });
+
+  it('waits for a worker that dies at its start without blocking, then stats its half itself', async () => {
+    const dir = tempDir('pipeline-stat-');
+    for (const id of ids) writeFileSync(path.join(dir, `${id}.json`), id);
+    // As with a preload that fails in worker threads: the worker is gone before its script runs.
+    // Waiting for it by blocking the thread would hang for 30 s (and time this test out).
+    setParallelStatFrom(2, 'throw new Error("dies at its start")');
+    const before = statsFromWorker.count;
+    const stats = statFiles(`${dir}/`, ids, '.json');
+    expect(stats.from).toBe(4);
+    for (let i = 0; i < ids.length; i++) {
+      if (i === stats.from) await stats.ready();
+      expect(stats.at(i)).toEqual(expect.objectContaining({ size: 26 }));
+    }
+    expect(statsFromWorker.count).toBe(before);
+  }, 10_000);
 
   it('keeps a store’s status index exact, and sees a hand edit in the worker’s half', async () => {
     const dir = tempDir('pipeline-store-');
