@@ -7,15 +7,16 @@
  * writers never interleave within a line). A file per entry, as before, costs an inode; on some
  * file systems allocating one costs more CPU than the HTTP call whose answer it keeps. Values over
  * 64 KiB, and keys written a second time (derived values that are replaced, not answers), go to a
- * file named by the digest instead, written whole (temp file, rename), and the log then records
- * `{"k":"…","file":true}` once, so the latest record of a key always says where its value is.
- * Files of the earlier layout (one per key) are still read when the log knows nothing of a key.
+ * file named by the digest instead, written whole (temp file, rename), as every entry was before.
+ * A key's file wins over its record: a record is appended only for a key the log has none of,
+ * after any file of the key is removed, so a file is never older than a record. (A lookup costs a
+ * failed open more; a failed open or unlink allocates nothing.)
  *
  * The log is hostile input like every store file: opened without following links, regular files
  * only, lines read up to a bound, a record used only when it parses and its digest matches.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, type Dir, lstatSync, mkdirSync, opendirSync, promises as fs, readSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, lstatSync, mkdirSync, promises as fs, readSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { writeAll } from '../util/atomic-write.js';
 import { createFileAsync, isRealDirectory, openRegularSized, readRegularBounded } from './files.js';
@@ -40,7 +41,6 @@ const PREFIX = 16;
 const CHUNK = 1 << 20;
 /** The log's first line names this log: one made again (even on a reused inode) is another log. */
 const FIRST_LINE_MAX = 128;
-const ENTRY_FILE = /^[0-9a-f]{64}\.json$/;
 
 /** The default bound of an entry read without one (a derived value can be large). */
 const DEFAULT_MAX_BYTES = 256 * 1024 * 1024;
@@ -48,7 +48,6 @@ const DEFAULT_MAX_BYTES = 256 * 1024 * 1024;
 interface LogRecord {
   k?: unknown;
   v?: unknown;
-  file?: unknown;
 }
 
 export class FileAnswerCache implements AnswerCache {
@@ -59,8 +58,6 @@ export class FileAnswerCache implements AnswerCache {
   private inode = '';
   private first: string | undefined;
   private scanned = 0;
-  /** Did the directory hold entry files (of the earlier layout) when it was first looked at? */
-  private files: boolean | undefined;
 
   constructor(private readonly dir: string) {
     this.log = path.join(dir, LOG);
@@ -73,14 +70,17 @@ export class FileAnswerCache implements AnswerCache {
       this.refresh();
       const at = this.index.get(digest.slice(0, PREFIX));
       if (at !== undefined && at % SPAN > maxBytes) return undefined;
-      const record = at === undefined ? undefined : this.record(at, digest);
-      // A key's file is never older than its record in the log (a record is written only for a
+      // A key's file is never older than its record in the log (a record is appended only for a
       // key with none there yet, after its file is removed): the file wins.
-      if (this.files || record?.file === true) {
-        const text = readRegularBounded(path.join(this.dir, `${digest}.json`), maxBytes);
-        if (text !== undefined) return JSON.parse(text) as unknown;
-      }
-      return record && record.file !== true ? record.v : undefined;
+      const text = readRegularBounded(path.join(this.dir, `${digest}.json`), maxBytes);
+      if (text !== undefined) return JSON.parse(text) as unknown;
+      if (at === undefined) return undefined;
+      const record = this.record(at, digest);
+      if (record || this.inode !== '') return record?.v;
+      // The log turned out to be another one (made again on the same inode, say): read it afresh.
+      this.refresh();
+      const again = this.index.get(digest.slice(0, PREFIX));
+      return again === undefined || again % SPAN > maxBytes ? undefined : this.record(again, digest)?.v;
     } catch {
       return undefined;
     }
@@ -100,10 +100,9 @@ export class FileAnswerCache implements AnswerCache {
     } catch {
       usable = false;
     }
-    if (usable && at === undefined && Buffer.byteLength(text) <= LOG_VALUE_MAX && this.scanned < LOG_MAX) {
-      // An older file of this key must not come back should the log ever lose this record.
-      const stale = this.files === true && !removeQuietly(target);
-      if (!stale && this.append(`{"k":"${digest}","v":${text}}\n`)) return;
+    // A key's first value goes to the log, after any older file of it is removed (a file wins).
+    if (usable && at === undefined && Buffer.byteLength(text) <= LOG_VALUE_MAX && this.scanned < LOG_MAX && removeQuietly(target)) {
+      if (this.append(`{"k":"${digest}","v":${text}}\n`)) return;
     }
     const temp = `${target}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`;
     await createFileAsync(temp, Buffer.from(text));
@@ -111,9 +110,6 @@ export class FileAnswerCache implements AnswerCache {
       await fs.unlink(temp).catch(() => {});
       throw error;
     });
-    this.files = true;
-    // The log's latest record of the key must say "its file" (once is enough).
-    if (usable && (at === undefined || this.record(at, digest)?.file !== true)) this.append(`{"k":"${digest}","file":true}\n`);
   }
 
   private digest(key: string): string {
@@ -122,7 +118,6 @@ export class FileAnswerCache implements AnswerCache {
 
   /** Bring the index up to date with the log: start over when it is another log, read what was appended. */
   private refresh(): void {
-    this.files ??= hasEntryFiles(this.dir);
     const stat = lstatSync(this.log, { throwIfNoEntry: false });
     if (!stat?.isFile()) {
       this.forget();
@@ -172,7 +167,8 @@ export class FileAnswerCache implements AnswerCache {
         carry = bytes.length - start < SPAN ? bytes.subarray(start) : Buffer.alloc(0);
         if (carry.length === 0) offset += bytes.length - start;
       }
-      this.scanned = offset;
+      // A record that crosses the cap can never be indexed: the log is full.
+      this.scanned = end === LOG_MAX && offset + carry.length >= LOG_MAX ? LOG_MAX : offset;
     } finally {
       closeSync(fd);
     }
@@ -257,19 +253,5 @@ function removeQuietly(file: string): boolean {
     return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'ENOENT';
-  }
-}
-
-/** Does the directory hold an entry file? (Stops at the first: an old cache can hold very many.) */
-function hasEntryFiles(dir: string): boolean {
-  let handle: Dir | undefined;
-  try {
-    handle = opendirSync(dir);
-    for (let entry = handle.readSync(); entry; entry = handle.readSync()) if (ENTRY_FILE.test(entry.name)) return true;
-    return false;
-  } catch {
-    return false;
-  } finally {
-    handle?.closeSync();
   }
 }

@@ -52,11 +52,15 @@ function statOne(file: string): FileStat {
   return stat.isFile() ? { mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino } : null;
 }
 
-/** The stats of a list of files, read in order; `await ready()` before reading any at or past `from`. */
+/**
+ * The stats of a list of files, read in order; `await ready()` before reading any at or past
+ * `from`, and `close()` at the end (a scan that stops early stops the worker with it).
+ */
 export interface FileStats {
   at(i: number): FileStat;
   from: number;
   ready(): Promise<void>;
+  close(): void;
 }
 
 /**
@@ -67,7 +71,7 @@ export interface FileStats {
  */
 export function statFiles(prefix: string, ids: readonly string[], suffix: string): FileStats {
   const sync = (i: number) => statOne(`${prefix}${ids[i]}${suffix}`);
-  const alone: FileStats = { at: sync, from: ids.length, ready: async () => {} };
+  const alone: FileStats = { at: sync, from: ids.length, ready: async () => {}, close: () => {} };
   if (ids.length < parallelFrom || ids.some((id) => id.length !== 26)) return alone;
   const half = ids.length >> 1;
   const count = ids.length - half;
@@ -82,8 +86,9 @@ export function statFiles(prefix: string, ids: readonly string[], suffix: string
   const flag = new Int32Array(shared, 0, 1);
   const out = new Float64Array(shared, 8);
   // Settled when the worker is gone: its flag then says whether it finished.
+  let timer: NodeJS.Timeout | undefined;
   const gone = new Promise<void>((resolve) => {
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       void worker.terminate();
       resolve();
     }, WAIT_MS);
@@ -94,9 +99,14 @@ export function statFiles(prefix: string, ids: readonly string[], suffix: string
     worker.once('exit', end);
     worker.once('error', end);
   });
+  const close = () => {
+    clearTimeout(timer);
+    void worker.terminate();
+  };
   let done = false;
   return {
     from: half,
+    close,
     ready: async () => {
       await gone;
       done = Atomics.load(flag, 0) === 1;

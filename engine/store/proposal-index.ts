@@ -108,47 +108,51 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   const prefix = `${proposalsDir}/`;
   // lstat: a link, FIFO or directory named like a proposal is reported (malformed), never followed.
   const stats = statFiles(prefix, ids, '.json');
-  for (let i = 0; i < ids.length; i++) {
-    const id = ids[i]!;
-    if (i === stats.from) await stats.ready();
-    const stat = stats.at(i);
-    if (stat === undefined) continue;
-    if (stat === null) {
-      out.ids.push(id);
-      out.statuses.push(null);
-      out.marks.push(0);
-      continue;
-    }
-    const signature = `${stat.mtimeMs}\t${stat.size}\t${stat.ino}`;
-    while (c < cached.length && cached[c]!.slice(0, 26) < id) {
-      c++;
-      changed = true; // a cached entry whose file is gone
-    }
-    let line: string;
-    if (c < cached.length && cached[c]!.startsWith(id) && cached[c]!.endsWith(signature)) line = cached[c++]!;
-    else {
-      if (c < cached.length && cached[c]!.startsWith(id)) c++;
-      let text: string | undefined;
-      try {
-        text = readRegular(`${prefix}${id}.json`);
-      } catch {
-        text = ''; // replaced by something that is not a file meanwhile: malformed
+  try {
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]!;
+      if (i === stats.from) await stats.ready();
+      const stat = stats.at(i);
+      if (stat === undefined) continue;
+      if (stat === null) {
+        out.ids.push(id);
+        out.statuses.push(null);
+        out.marks.push(0);
+        continue;
       }
-      if (text === undefined) continue; // removed meanwhile
-      const head = parseHead(text, markFields, id);
-      if (keep && head.record && head.status !== null && keep.into.size < keep.budget && keep.wanted(head.status))
-        keep.into.set(id, { text, record: head.record });
-      // A status with a tab or a newline is not a state of any machine; keep the line intact.
-      line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${signature}`;
-      changed = true;
+      const signature = `${stat.mtimeMs}\t${stat.size}\t${stat.ino}`;
+      while (c < cached.length && cached[c]!.slice(0, 26) < id) {
+        c++;
+        changed = true; // a cached entry whose file is gone
+      }
+      let line: string;
+      if (c < cached.length && cached[c]!.startsWith(id) && cached[c]!.endsWith(signature)) line = cached[c++]!;
+      else {
+        if (c < cached.length && cached[c]!.startsWith(id)) c++;
+        let text: string | undefined;
+        try {
+          text = readRegular(`${prefix}${id}.json`);
+        } catch {
+          text = ''; // replaced by something that is not a file meanwhile: malformed
+        }
+        if (text === undefined) continue; // removed meanwhile
+        const head = parseHead(text, markFields, id);
+        if (keep && head.record && head.status !== null && keep.into.size < keep.budget && keep.wanted(head.status))
+          keep.into.set(id, { text, record: head.record });
+        // A status with a tab or a newline is not a state of any machine; keep the line intact.
+        line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${signature}`;
+        changed = true;
+      }
+      const first = line.indexOf('\t', 27);
+      const second = line.indexOf('\t', first + 1);
+      const status = line.slice(27, first);
+      out.ids.push(id);
+      out.statuses.push(status === '' ? null : status);
+      out.marks.push(Number(line.slice(first + 1, second)));
+      lines.push(line);
     }
-    const first = line.indexOf('\t', 27);
-    const second = line.indexOf('\t', first + 1);
-    const status = line.slice(27, first);
-    out.ids.push(id);
-    out.statuses.push(status === '' ? null : status);
-    out.marks.push(Number(line.slice(first + 1, second)));
-    lines.push(line);
+  } finally {
+    stats.close();
   }
   if (c < cached.length && cached.slice(c).some((line) => line !== '')) changed = true;
   if (changed) {

@@ -71,7 +71,7 @@ describe('the answer cache (file store)', () => {
     const { dir, cache } = setup();
     const large = { rows: Array.from({ length: 10_000 }, (_, i) => `row ${i}`) };
     await cache.put('large', large);
-    expect(readdirSync(dir).sort()).toEqual([`${digest('large')}.json`, 'log.jsonl']);
+    expect(readdirSync(dir)).toEqual([`${digest('large')}.json`]);
     expect(await cache.get('large')).toEqual(large);
     expect(await cache.get('large', 1000)).toBeUndefined();
     await cache.put('large', { v: 2 });
@@ -83,8 +83,40 @@ describe('the answer cache (file store)', () => {
       expect(await reader.get('large')).toEqual({ v: 2 });
       expect(await reader.get('small')).toEqual({ v: 3 });
     }
-    // One value record and one pointer to the file per key, however often it is replaced.
-    expect(records(path.join(dir, 'log.jsonl'))).toHaveLength(3);
+    // One record per key at most (its first small value), however often it is replaced.
+    expect(records(path.join(dir, 'log.jsonl'))).toHaveLength(2);
+  });
+
+  it('gives every reader a key’s latest value, whoever wrote it and whenever the reader first looked', async () => {
+    const { dir, log } = setup();
+    const early = new FileAnswerCache(dir);
+    expect(await early.get('anything')).toBeUndefined(); // looked before any file existed
+    const writer = new FileAnswerCache(dir);
+    await writer.put('k', { v: 1 });
+    expect(await early.get('k')).toEqual({ v: 1 });
+    await writer.put('k', { v: 2 }); // a second write: the key's file
+    expect(await early.get('k')).toEqual({ v: 2 });
+    // The log lost: the next write of the key is a record again, and the file must not outlive it.
+    unlinkSync(log);
+    await early.put('k', { v: 3 });
+    for (const reader of [early, writer, new FileAnswerCache(dir)]) expect(await reader.get('k')).toEqual({ v: 3 });
+  });
+
+  it('counts a log whose last indexed record crosses 64 MiB as full: new entries get files', async () => {
+    const { dir, log, cache } = setup();
+    mkdirSync(dir, { recursive: true });
+    const value = 'x'.repeat(60_000);
+    const lines: string[] = [];
+    for (let i = 0, size = 0; size < 64 * 1024 * 1024 + 1000; i++) {
+      const line = `{"k":"${digest(`filler ${i}`)}","v":"${value}"}\n`;
+      lines.push(line);
+      size += line.length;
+    }
+    writeFileSync(log, lines.join(''));
+    await cache.put('new', answer(1));
+    expect(readdirSync(dir).sort()).toEqual([`${digest('new')}.json`, 'log.jsonl']);
+    expect(await new FileAnswerCache(dir).get('new')).toEqual(answer(1));
+    expect(await cache.get('filler 3')).toEqual(value);
   });
 
   it('still reads entries of the earlier layout (a file per key), and a record of the log overrides one', async () => {

@@ -52,6 +52,16 @@ describe('stat by two threads', () => {
     expect(statsFromWorker.count).toBe(before);
   }, 10_000);
 
+  it('stops the worker when the scan is closed early', async () => {
+    const dir = tempDir('pipeline-stat-');
+    for (const id of ids) writeFileSync(path.join(dir, `${id}.json`), id);
+    setParallelStatFrom(2, 'setInterval(() => {}, 1000)'); // a worker that would never finish
+    const stats = statFiles(`${dir}/`, ids, '.json');
+    stats.close();
+    await stats.ready(); // settled by the worker's exit, not after the 30 s it would be given
+    expect(stats.at(7)).toEqual(expect.objectContaining({ size: 26 }));
+  }, 10_000);
+
   it('keeps a store’s status index exact, and sees a hand edit in the worker’s half', async () => {
     const dir = tempDir('pipeline-store-');
     mkdirSync(path.join(dir, 'proposals'), { recursive: true });
