@@ -75,33 +75,32 @@ function readAllFd(fd: number, size: number): Buffer {
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
 }
 
-/** The text of a regular file; undefined when it does not exist. Throws NotRegularFile. */
-export function readRegular(file: string): string | undefined {
-  let fd: number;
-  let size: number;
+/** A regular file opened to read it, with its size; undefined when it does not exist. */
+function openToRead(file: string): { fd: number; size: number } | undefined {
   try {
-    ({ fd, size } = openRegularSized(file, O_RDONLY));
+    return openRegularSized(file, O_RDONLY);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
+}
+
+/** The text of a regular file; undefined when it does not exist. Throws NotRegularFile. */
+export function readRegular(file: string): string | undefined {
+  const opened = openToRead(file);
+  if (!opened) return undefined;
   try {
-    return readAllFd(fd, size).toString('utf8');
+    return readAllFd(opened.fd, opened.size).toString('utf8');
   } finally {
-    closeSync(fd);
+    closeSync(opened.fd);
   }
 }
 
 /** `readRegular`, refusing (RangeError) a file over `maxBytes`; never reads more than that. */
 export function readRegularBounded(file: string, maxBytes: number): string | undefined {
-  let fd: number;
-  let size: number;
-  try {
-    ({ fd, size } = openRegularSized(file, O_RDONLY));
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
+  const opened = openToRead(file);
+  if (!opened) return undefined;
+  const { fd, size } = opened;
   try {
     // Never more than maxBytes + 1 read, even from a file that grew since the fstat.
     const buffer = Buffer.allocUnsafe(Math.min(size, maxBytes) + 1);
