@@ -16,10 +16,10 @@
  * only, lines read up to a bound, a record used only when it parses and its digest matches.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, lstatSync, mkdirSync, promises as fs, readSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, lstatSync, mkdirSync, readSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { writeAll } from '../util/atomic-write.js';
-import { createFileAsync, isRealDirectory, openRegularSized, readRegularBounded } from './files.js';
+import { writeAll, writeFileAtomic } from '../util/atomic-write.js';
+import { isRealDirectory, openRegularSized, readRegularBounded } from './files.js';
 import type { AnswerCache } from './types.js';
 
 const { O_RDONLY, O_RDWR, O_APPEND, O_CREAT } = constants;
@@ -104,12 +104,7 @@ export class FileAnswerCache implements AnswerCache {
     if (usable && at === undefined && Buffer.byteLength(text) <= LOG_VALUE_MAX && this.scanned < LOG_MAX && removeQuietly(target)) {
       if (this.append(`{"k":"${digest}","v":${text}}\n`)) return;
     }
-    const temp = `${target}.${process.pid}.${Math.random().toString(36).slice(2, 10)}.tmp`;
-    await createFileAsync(temp, Buffer.from(text));
-    await fs.rename(temp, target).catch(async (error: unknown) => {
-      await fs.unlink(temp).catch(() => {});
-      throw error;
-    });
+    await writeFileAtomic(target, text, { durable: false });
   }
 
   private digest(key: string): string {

@@ -15,14 +15,12 @@
  * the commits of concurrent work overlap, and concurrent syncs of one file or directory are
  * shared (group commit).
  */
-import { closeSync, constants, fstatSync, lstatSync, open, openSync, promises as fs, readSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, promises as fs, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { groupSyncOpen, NotRegularFile, writeAll } from '../util/atomic-write.js';
 import { isAlive } from './process-identity.js';
 
-const { O_RDONLY, O_WRONLY, O_APPEND, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constants;
-const openAsync = promisify(open);
+const { O_RDONLY, O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
 
 function describeType(stat: Stats): string {
   if (stat.isSymbolicLink()) return 'a symbolic link';
@@ -108,19 +106,6 @@ export function readRegularBounded(file: string, maxBytes: number): string | und
     for (let read = -1; read !== 0 && done < buffer.length; done += read) read = readSync(fd, buffer, done, buffer.length - done, null);
     if (done > maxBytes) throw new RangeError(`${file} is larger than ${maxBytes} bytes`);
     return buffer.toString('utf8', 0, done);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/**
- * Create `file` (it must not exist) with `data`, its open — the inode allocation, under the
- * directory's lock — on the thread pool. Not synced.
- */
-export async function createFileAsync(file: string, data: Buffer): Promise<void> {
-  const fd = await openAsync(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o644);
-  try {
-    writeAll(fd, data);
   } finally {
     closeSync(fd);
   }
