@@ -67,20 +67,20 @@ export class FileAnswerCache implements AnswerCache {
   async get(key: string, maxBytes = DEFAULT_MAX_BYTES): Promise<unknown | undefined> {
     try {
       const digest = this.digest(key);
-      this.refresh();
-      const at = this.index.get(digest.slice(0, PREFIX));
-      if (at !== undefined && at % SPAN > maxBytes) return undefined;
       // A key's file is never older than its record in the log (a record is appended only for a
       // key with none there yet, after its file is removed): the file wins.
       const text = readRegularBounded(path.join(this.dir, `${digest}.json`), maxBytes);
       if (text !== undefined) return JSON.parse(text) as unknown;
-      if (at === undefined) return undefined;
-      const record = this.record(at, digest);
-      if (record || this.inode !== '') return record?.v;
-      // The log turned out to be another one (made again on the same inode, say): read it afresh.
-      this.refresh();
-      const again = this.index.get(digest.slice(0, PREFIX));
-      return again === undefined || again % SPAN > maxBytes ? undefined : this.record(again, digest)?.v;
+      for (let attempt = 0; attempt < 2; attempt++) {
+        this.refresh();
+        const at = this.index.get(digest.slice(0, PREFIX));
+        if (at === undefined || at % SPAN > maxBytes) return undefined;
+        const record = this.record(at, digest);
+        // record() forgets an index that describes another log (one made again on the same inode,
+        // say): then the log is read afresh, once.
+        if (record || this.inode !== '') return record?.v;
+      }
+      return undefined;
     } catch {
       return undefined;
     }
