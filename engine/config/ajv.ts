@@ -4,7 +4,7 @@
  */
 import { createRequire } from 'node:module';
 import type * as AjvPackage from 'ajv';
-import type { Ajv, AnySchemaObject, Code, KeywordCxt, Name } from 'ajv';
+import type { Ajv, AnySchema, AnySchemaObject, Code, KeywordCxt, Name, ValidateFunction } from 'ajv';
 import { commonJsExports } from '../util/commonjs.js';
 
 export type { ErrorObject } from 'ajv';
@@ -48,10 +48,50 @@ interface SumEquals {
   label?: string;
 }
 
+/** The ids under which a schema asks for the meta-schema `createAjv`'s instances default to (draft-07). */
+const DRAFT_07 = new Set(['http://json-schema.org/draft-07/schema', 'http://json-schema.org/draft-07/schema#']);
+
+let prebuiltMeta: ValidateFunction | undefined;
+let withPrebuiltMeta: typeof Ajv | undefined;
+
+/**
+ * The draft-07 meta-schema's validator as the build compiled it (scripts/compile-validators.js,
+ * with `createAjv`'s options, so with `$data`), for checking the pipeline's own JSON Schemas
+ * without compiling the meta-schema in every process that validates a configuration (a quarter
+ * of a cold `status` with no configuration cache). Used only when `builtWith` is the version of
+ * the ajv loaded here; with anything else ajv compiles the meta-schema itself, as before.
+ */
+export function usePrebuiltMeta(validate: unknown, builtWith: unknown): void {
+  const version = (requireHere('ajv/package.json') as { version?: unknown }).version;
+  prebuiltMeta = typeof validate === 'function' && typeof builtWith === 'string' && builtWith === version ? (validate as ValidateFunction) : undefined;
+}
+
+/**
+ * ajv, checking a schema against the draft-07 meta-schema with the prebuilt validator: the same
+ * answer, `errors` and message as ajv's own `validateSchema`, which still handles every other
+ * `$schema` (and boolean schemas).
+ */
+function ajvWithPrebuiltMeta(Base: typeof Ajv): typeof Ajv {
+  withPrebuiltMeta ??= class extends Base {
+    override validateSchema(schema: AnySchema, throwOrLogError?: boolean): boolean | Promise<unknown> {
+      const meta = prebuiltMeta;
+      const $schema = typeof schema === 'object' ? (schema as AnySchemaObject).$schema : undefined;
+      if (!meta || typeof schema !== 'object' || ($schema !== undefined && !DRAFT_07.has($schema as string)))
+        return super.validateSchema(schema, throwOrLogError);
+      const valid = meta(schema);
+      this.errors = valid ? null : (meta.errors ?? null);
+      if (!valid && throwOrLogError) throw new Error(`schema is invalid: ${this.errorsText()}`);
+      return valid;
+    }
+  };
+  return withPrebuiltMeta;
+}
+
 /** `standalone`: keep each validator's source for ajv's standalone code, as an ES module (the build) or CommonJS (the cache). */
 export function createAjv(options: { standalone?: boolean | 'cjs'; validateSchema?: boolean } = {}): Ajv {
-  const { Ajv, _ } = loadedAjv();
+  const { Ajv: Base, _ } = loadedAjv();
   const access = accessOf(_);
+  const Ajv = prebuiltMeta ? ajvWithPrebuiltMeta(Base) : Base;
   const ajv = new Ajv({
     validateSchema: options.validateSchema ?? true,
     ...(options.standalone ? { code: { source: true, esm: options.standalone !== 'cjs' } } : {}),

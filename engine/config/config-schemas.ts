@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ValidateFunction } from 'ajv';
 import { packageRoot } from '../util/package-root.js';
-import { createAjv } from './ajv.js';
+import { createAjv, usePrebuiltMeta } from './ajv.js';
 
 export const CONFIG_KINDS = ['pipeline', 'machine', 'stage', 'rubric'] as const;
 export type ConfigKind = (typeof CONFIG_KINDS)[number];
@@ -52,6 +52,7 @@ export async function configValidators(): Promise<ConfigValidators> {
   const texts = readConfigSchemaTexts();
   try {
     const generated = (await import('./validators.generated.js')) as unknown as Record<string, unknown>;
+    usePrebuiltMeta(generated['draft07Meta'], generated['ajvVersion']);
     if (generated['schemaHash'] === hashSchemaTexts(texts)) {
       compiled = Object.fromEntries(CONFIG_KINDS.map((kind) => [kind, generated[kind] as ValidateFunction])) as ConfigValidators;
       return compiled;
