@@ -17,6 +17,7 @@ import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { probeDisk, removeProbes } from './lib/disk.js';
 import { perProposal, referenceRatios, renderTables, targets } from './lib/report.js';
 import { measurePool } from './scenarios/pool.js';
 import { measureColdStart, measureList, measureStore } from './scenarios/queries.js';
@@ -81,6 +82,8 @@ const results = {
     node: process.version,
     platform: `${os.platform()} ${os.release()}`,
     tmpdir: os.tmpdir(),
+    // The disk's cost now and after the scenarios (bench/lib/disk.js): the write path follows it.
+    disk: [probeDisk()],
   },
   quick,
 };
@@ -139,6 +142,8 @@ if (wanted('postgres')) {
   results.postgres = child('postgres.js', quick ? ['--quick'] : []);
 }
 
+results.machine.disk.push(probeDisk());
+removeProbes();
 results.referenceRatios = referenceRatios(results);
 results.targets = targets(results);
 results.seconds = Math.round((performance.now() - began) / 1000);

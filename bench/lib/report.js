@@ -177,6 +177,19 @@ export function targets(results) {
 
 export function renderTables(results, verdicts) {
   const parts = [];
+  if (results.machine?.disk?.length) {
+    parts.push(
+      table(
+        "The disk under the bench's temp dir (bench/lib/disk.js): the write path's figures follow it",
+        ['when', 'create a file', '4 KiB write + fsync'],
+        results.machine.disk.map((probe, i) => [
+          i === 0 ? `before (${probe.at.slice(11, 16)} UTC)` : `after (${probe.at.slice(11, 16)} UTC)`,
+          `${probe.createUs} µs`,
+          `${probe.fsyncUs} µs`,
+        ]),
+      ),
+    );
+  }
   const ratios = referenceRatios(results);
   if (ratios.some((row) => row.sizes.some((size) => size.ratio !== null))) {
     const cells = (size) => (size.ratio === null ? ['—', '—'] : [ms(size.ms), times(size.ratio)]);
