@@ -9,12 +9,30 @@ export const MAX_PRINT_DEPTH = 256;
 
 /** Does `value` (JSON data) nest objects and arrays more than `limit` levels deep? Stops at the first path past it. */
 export function nestsDeeperThan(value: unknown, limit: number): boolean {
-  const pending: { value: object; depth: number }[] = [];
-  if (typeof value === 'object' && value !== null) pending.push({ value, depth: 1 });
-  for (let next = pending.pop(); next; next = pending.pop()) {
-    if (next.depth > limit) return true;
-    for (const child of Object.values(next.value)) {
-      if (typeof child === 'object' && child !== null) pending.push({ value: child as object, depth: next.depth + 1 });
+  if (typeof value !== 'object' || value === null) return false;
+  // Two stacks (a value, its depth) rather than an object per pending value: this runs on every
+  // proposal a listing prints and a judge reads.
+  const values: object[] = [value];
+  const depths: number[] = [1];
+  for (let next = values.pop(); next !== undefined; next = values.pop()) {
+    const depth = depths.pop()!;
+    if (depth > limit) return true;
+    if (Array.isArray(next)) {
+      for (let i = 0; i < next.length; i++) {
+        const child: unknown = next[i];
+        if (typeof child === 'object' && child !== null) {
+          values.push(child);
+          depths.push(depth + 1);
+        }
+      }
+    } else {
+      for (const key in next) {
+        const child: unknown = (next as Record<string, unknown>)[key];
+        if (typeof child === 'object' && child !== null) {
+          values.push(child);
+          depths.push(depth + 1);
+        }
+      }
     }
   }
   return false;
