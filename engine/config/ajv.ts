@@ -62,8 +62,36 @@ let withPrebuiltMeta: typeof Ajv | undefined;
  * the ajv loaded here; with anything else ajv compiles the meta-schema itself, as before.
  */
 export function usePrebuiltMeta(validate: unknown, builtWith: unknown): void {
-  const version = (requireHere('ajv/package.json') as { version?: unknown }).version;
-  prebuiltMeta = typeof validate === 'function' && typeof builtWith === 'string' && builtWith === version ? (validate as ValidateFunction) : undefined;
+  let version: unknown;
+  try {
+    version = (requireHere('ajv/package.json') as { version?: unknown }).version;
+  } catch {
+    version = undefined; // not known: ajv checks schemas itself
+  }
+  prebuiltMeta =
+    typeof validate === 'function' && typeof builtWith === 'string' && typeof version === 'string' && builtWith === version
+      ? (validate as ValidateFunction)
+      : undefined;
+}
+
+/** Whether `createAjv`'s instances check schemas with the prebuilt meta-schema validator. */
+export function prebuiltMetaInUse(): boolean {
+  return prebuiltMeta !== undefined;
+}
+
+/**
+ * Does a schema name anything at json-schema.org besides its own `$schema` (a `$ref` to the
+ * meta-schema or one of its definitions, an `$id` there, a sub-schema's `$schema`)? ajv compiles
+ * a meta-schema reached that way with the instance's own options unless its check compiled it
+ * first, with the options for meta-schemas; such a schema gets ajv's own check, as before.
+ */
+function namesMetaSchemas(schema: AnySchemaObject): boolean {
+  const { $schema: _, ...rest } = schema;
+  try {
+    return JSON.stringify(rest).includes('json-schema.org');
+  } catch {
+    return true; // not JSON (a cycle): whatever ajv makes of it
+  }
 }
 
 /**
@@ -76,7 +104,7 @@ function ajvWithPrebuiltMeta(Base: typeof Ajv): typeof Ajv {
     override validateSchema(schema: AnySchema, throwOrLogError?: boolean): boolean | Promise<unknown> {
       const meta = prebuiltMeta;
       const $schema = typeof schema === 'object' ? (schema as AnySchemaObject).$schema : undefined;
-      if (!meta || typeof schema !== 'object' || ($schema !== undefined && !DRAFT_07.has($schema as string)))
+      if (!meta || typeof schema !== 'object' || ($schema !== undefined && !DRAFT_07.has($schema as string)) || namesMetaSchemas(schema as AnySchemaObject))
         return super.validateSchema(schema, throwOrLogError);
       const valid = meta(schema);
       this.errors = valid ? null : (meta.errors ?? null);
