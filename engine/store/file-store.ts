@@ -983,6 +983,8 @@ export class FileStore implements Store {
     const dir = path.join(this.location, '.claims', stage);
     if (!this.dir(dir, false)) return [];
     const names = new Set(readdirSync(dir));
+    // Nothing claimed (the common end of a run): no need to list the queue.
+    if (names.size === 0) return [];
     const out: string[] = [];
     const check = (key: string) => {
       const file = this.claimFile(stage, key);
