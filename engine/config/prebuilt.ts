@@ -9,7 +9,7 @@
 import { createRequire } from 'node:module';
 import type { ValidateFunction } from 'ajv';
 
-/** Schema key (see `SchemaRegistry.schemasByKey`) → the standalone CommonJS module of its validator. */
+/** Schema key (see `SchemaRegistry.keys`) → the standalone CommonJS module of its validator. */
 export type PrebuiltSchemas = Record<string, string>;
 
 const requireHere = createRequire(import.meta.url);

@@ -21,7 +21,6 @@ export class SchemaRegistry {
   private readonly pending: [object, string][] = [];
   /** Domain schema name → ajv id. */
   private readonly named = new Map<string, string>();
-  private readonly namedSchemas = new Map<string, object>();
   private readonly anonymous = new Map<string, object | boolean>();
   private readonly places = new Map<string, Place>();
   private readonly compiled = new Map<string, ValidateFunction>();
@@ -48,7 +47,6 @@ export class SchemaRegistry {
     if (this.instance) this.instance.addSchema(schema, id);
     else this.pending.push([schema, id]);
     this.named.set(name, id);
-    this.namedSchemas.set(name, schema);
   }
 
   /** Register a schema declared inline in YAML (a guard, an argument, a check) under a key. */
@@ -88,12 +86,12 @@ export class SchemaRegistry {
     return validate;
   }
 
-  /** Every schema, by key — named ones under `namedKey(name)` — to compile them to standalone code. */
-  schemasByKey(): [string, object | boolean][] {
-    return [...[...this.namedSchemas].map(([name, schema]): [string, object] => [namedKey(name), schema]), ...this.anonymous];
+  /** The key of every schema: named ones under `namedKey(name)`, then the inline ones. */
+  keys(): string[] {
+    return [...[...this.named.keys()].map(namedKey), ...this.anonymous.keys()];
   }
 
-  /** Every schema's validator, by key as in `schemasByKey`, compiling those not compiled yet. */
+  /** Every schema's validator, by key as in `keys`, compiling those not compiled yet. */
   validatorsByKey(): [string, ValidateFunction][] {
     const named = [...this.named.keys()].map((name): [string, ValidateFunction] => [namedKey(name), this.named$(name)]);
     return [...named, ...[...this.anonymous.keys()].map((key): [string, ValidateFunction] => [key, this.inline(key)])];
@@ -135,7 +133,7 @@ export class SchemaRegistry {
   }
 }
 
-/** The key of a named domain schema among `schemasByKey()` (inline keys never start with a slash). */
+/** The key of a named domain schema among `keys()` (inline keys never start with a slash). */
 export function namedKey(name: string): string {
   return `/named/${name}`;
 }
