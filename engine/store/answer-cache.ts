@@ -10,13 +10,14 @@
  * file named by the digest instead, written whole (temp file, rename), as every entry was before.
  * A key's file wins over its record: a record is appended only for a key the log has none of,
  * after any file of the key is removed, so a file is never older than a record. (A lookup costs a
- * failed open more; a failed open or unlink allocates nothing.)
+ * failed stat more; a failed stat allocates nothing.) A process indexes the records it appends as
+ * it writes them, unless another process appended around them: those are read like any other.
  *
  * The log is hostile input like every store file: opened without following links, regular files
  * only, lines read up to a bound, a record used only when it parses and its digest matches.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, lstatSync, mkdirSync, readSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, readSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { writeAll, writeFileAtomic } from '../util/atomic-write.js';
 import { isRealDirectory, openRegularSized, readRegularBounded } from './files.js';
@@ -42,6 +43,9 @@ const CHUNK = 1 << 20;
 /** The log's first line names this log: one made again (even on a reused inode) is another log. */
 const FIRST_LINE_MAX = 128;
 
+/** How many keys' digests are remembered between a lookup and the put that follows it. */
+const DIGESTS_KEPT = 128;
+
 /** The default bound of an entry read without one (a derived value can be large). */
 const DEFAULT_MAX_BYTES = 256 * 1024 * 1024;
 
@@ -58,6 +62,8 @@ export class FileAnswerCache implements AnswerCache {
   private inode = '';
   private first: string | undefined;
   private scanned = 0;
+  /** Digests of keys looked up and not yet put (a missed key is put after its call): hashed once. */
+  private readonly digests = new Map<string, string>();
 
   constructor(private readonly dir: string) {
     this.log = path.join(dir, LOG);
@@ -66,11 +72,18 @@ export class FileAnswerCache implements AnswerCache {
   /** Never throws: whatever cannot be read is a miss. */
   async get(key: string, maxBytes = DEFAULT_MAX_BYTES): Promise<unknown | undefined> {
     try {
-      const digest = this.digest(key);
+      const digest = this.digest(key, true);
       // A key's file is never older than its record in the log (a record is appended only for a
-      // key with none there yet, after its file is removed): the file wins.
-      const text = readRegularBounded(path.join(this.dir, `${digest}.json`), maxBytes);
-      if (text !== undefined) return JSON.parse(text) as unknown;
+      // key with none there yet, after its file is removed): the file wins. Most keys have none,
+      // and a failed stat costs a fraction of a failed open (whose error Node builds, with a stack).
+      const file = path.join(this.dir, `${digest}.json`);
+      if (lstatSync(file, { throwIfNoEntry: false })) {
+        const text = readRegularBounded(file, maxBytes);
+        if (text !== undefined) {
+          this.digests.delete(key);
+          return JSON.parse(text) as unknown;
+        }
+      }
       for (let attempt = 0; attempt < 2; attempt++) {
         this.refresh();
         const at = this.index.get(digest.slice(0, PREFIX));
@@ -78,6 +91,7 @@ export class FileAnswerCache implements AnswerCache {
         const record = this.record(at, digest);
         // record() forgets an index that describes another log (one made again on the same inode,
         // say): then the log is read afresh, once.
+        if (record) this.digests.delete(key);
         if (record || this.inode !== '') return record?.v;
       }
       return undefined;
@@ -102,13 +116,24 @@ export class FileAnswerCache implements AnswerCache {
     }
     // A key's first value goes to the log, after any older file of it is removed (a file wins).
     if (usable && at === undefined && Buffer.byteLength(text) <= LOG_VALUE_MAX && this.scanned < LOG_MAX && removeQuietly(target)) {
-      if (this.append(`{"k":"${digest}","v":${text}}\n`)) return;
+      if (this.append(digest, `{"k":"${digest}","v":${text}}\n`)) return;
     }
     await writeFileAtomic(target, text, { durable: false });
   }
 
-  private digest(key: string): string {
-    return createHash('sha256').update(key).digest('hex');
+  /** The key's digest; `keep`: remembered for the put that follows a lookup (which forgets it). */
+  private digest(key: string, keep = false): string {
+    const known = this.digests.get(key);
+    if (known !== undefined) {
+      if (!keep) this.digests.delete(key);
+      return known;
+    }
+    const digest = createHash('sha256').update(key).digest('hex');
+    if (keep) {
+      if (this.digests.size >= DIGESTS_KEPT) this.digests.delete(this.digests.keys().next().value!);
+      this.digests.set(key, digest);
+    }
+    return digest;
   }
 
   /** Bring the index up to date with the log: start over when it is another log, read what was appended. */
@@ -209,28 +234,47 @@ export class FileAnswerCache implements AnswerCache {
    * log's first line when it makes the log. False when the log cannot be used (something other
    * than a regular file where it belongs, no permission, …): the entry then gets a file.
    */
-  private append(line: string): boolean {
-    let opened: { fd: number; size: number };
+  private append(digest: string, line: string): boolean {
+    let opened: { fd: number; size: number; inode: string };
     try {
       opened = openRegularSized(this.log, O_RDWR | O_APPEND | O_CREAT);
     } catch {
       return false;
     }
-    const { fd, size } = opened;
+    const { fd, size, inode } = opened;
     try {
-      let text = line;
-      if (size === 0) text = `{"log":"pipeline answer cache","id":"${randomBytes(8).toString('hex')}"}\n${line}`;
+      let lead = '';
+      if (size === 0) lead = `{"log":"pipeline answer cache","id":"${randomBytes(8).toString('hex')}"}\n`;
       else {
         const last = Buffer.alloc(1);
-        if (readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 10) text = `\n${line}`;
+        if (readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 10) lead = '\n';
       }
-      writeAll(fd, Buffer.from(text));
+      const bytes = Buffer.from(`${lead}${line}`);
+      writeAll(fd, bytes);
+      this.indexOwn(fd, inode, size, bytes.length, Buffer.byteLength(lead), digest);
       return true;
     } catch {
       return false;
     } finally {
       closeSync(fd);
     }
+  }
+
+  /**
+   * Index the record this process just appended at `before` without reading it back: only when
+   * the index had read this log to its end, and the log is now exactly that plus what was written
+   * (nothing else appended before or after it). Otherwise the next refresh reads it, as any other.
+   */
+  private indexOwn(fd: number, inode: string, before: number, written: number, lead: number, digest: string): void {
+    const length = written - lead - 1;
+    if (inode !== this.inode || before !== this.scanned || before === 0 || before + written > LOG_MAX || length >= SPAN) return;
+    try {
+      if (fstatSync(fd).size !== before + written) return;
+    } catch {
+      return;
+    }
+    this.index.set(digest.slice(0, PREFIX), (before + lead) * SPAN + length);
+    this.scanned = before + written;
   }
 }
 
@@ -244,6 +288,8 @@ function firstLine(fd: number): string {
 
 function removeQuietly(file: string): boolean {
   try {
+    // Usually there is nothing to remove: a failed stat is cheaper than a failed unlink.
+    if (!lstatSync(file, { throwIfNoEntry: false })) return true;
     unlinkSync(file);
     return true;
   } catch (error) {

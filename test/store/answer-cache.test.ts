@@ -42,9 +42,15 @@ describe('the answer cache (file store)', () => {
   it('loses no record when several processes append at once while one reads', async () => {
     const { dir, log, cache } = setup();
     await cache.put('seed', answer(0));
-    const script = (n: number) => `import { FileAnswerCache } from ${JSON.stringify(path.join(ROOT, 'dist', 'engine', 'store', 'answer-cache.js'))};
+    // Each writer then waits for every record and asks for all of them with the index it kept while
+    // writing (its own records are indexed as it appends them): none of the others' may be missed.
+    const script = (n: number) => `import { readFileSync } from 'node:fs';
+      import { FileAnswerCache } from ${JSON.stringify(path.join(ROOT, 'dist', 'engine', 'store', 'answer-cache.js'))};
       const cache = new FileAnswerCache(${JSON.stringify(dir)});
-      for (let i = 0; i < 100; i++) await cache.put('writer ${n} ' + i, { text: 'x'.repeat(i * 40), n: ${n}, i });`;
+      for (let i = 0; i < 100; i++) await cache.put('writer ${n} ' + i, { text: 'x'.repeat(i * 40), n: ${n}, i });
+      while (readFileSync(${JSON.stringify(log)}, 'utf8').split('\\n').filter((line) => line.startsWith('{"k":')).length < 401)
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      for (let w = 1; w <= 4; w++) for (let i = 0; i < 100; i++) if ((await cache.get('writer ' + w + ' ' + i))?.i !== i) process.exit(3);`;
     const writers = [1, 2, 3, 4].map(
       (n) => new Promise((resolve) => spawn(process.execPath, ['--input-type=module', '-e', script(n)], { stdio: 'inherit' }).on('exit', resolve)),
     );
@@ -56,7 +62,7 @@ describe('the answer cache (file store)', () => {
         await new Promise((resolve) => setTimeout(resolve, 1));
       }
     })();
-    await Promise.all(writers);
+    expect(await Promise.all(writers)).toEqual([0, 0, 0, 0]);
     done = true;
     await reading;
     for (const reader of [cache, new FileAnswerCache(dir)])
@@ -185,6 +191,13 @@ describe('the answer cache (file store)', () => {
     expect(await other.get('after')).toEqual(answer(2));
     expect(await other.get('torn')).toBeUndefined();
     expect(readFileSync(log, 'utf8').split('\n').at(-2)).toBe(`{"k":"${digest('after')}","v":${JSON.stringify(answer(2))}}`);
+    // A line too long for any record, left without its newline, is read past whole: the next
+    // record starts on a line of its own, and the writer finds it where it put it.
+    appendFileSync(log, 'x'.repeat(200 * 1024));
+    expect(await cache.get('after')).toEqual(answer(2));
+    await cache.put('past', answer(3));
+    expect(await cache.get('past')).toEqual(answer(3));
+    expect(await new FileAnswerCache(dir).get('past')).toEqual(answer(3));
   });
 
   it('uses a record only when its whole digest matches the key', async () => {
