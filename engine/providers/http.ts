@@ -183,6 +183,27 @@ export function splitUserInfo(url: string): { url: string; basic?: string } {
   }
 }
 
+/** A provider's endpoint, parsed once: a run sends thousands of requests to a handful of URLs. */
+interface Endpoint {
+  url: string;
+  parsed: URL;
+  basic?: string;
+}
+const endpoints = new Map<string, Endpoint>();
+const ENDPOINTS_KEPT = 64;
+
+/** The endpoint of `url` (user-info split off); throws when it is not a URL, as `new URL` does. */
+function endpointOf(url: string): Endpoint {
+  let endpoint = endpoints.get(url);
+  if (endpoint === undefined) {
+    const { url: plain, basic } = splitUserInfo(url);
+    endpoint = { url: plain, parsed: new URL(plain), ...(basic !== undefined ? { basic } : {}) };
+    if (endpoints.size >= ENDPOINTS_KEPT) endpoints.clear();
+    endpoints.set(url, endpoint);
+  }
+  return endpoint;
+}
+
 function connectionReason(error: unknown): string {
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') return code;
@@ -203,12 +224,16 @@ async function attemptOnce(
 ): Promise<CallAttempt<{ text: string; usage: Usage }>> {
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(), settings.timeoutMs);
-  const combined = signal ? AbortSignal.any([timeout.signal, signal]) : timeout.signal;
+  // The run's signal ends the attempt too (a listener costs less than AbortSignal.any per call);
+  // which of the two fired is told apart below by asking the run's signal first.
+  const interrupt = () => timeout.abort();
+  if (signal?.aborted) interrupt();
+  else signal?.addEventListener('abort', interrupt, { once: true });
   try {
-    const { url, basic } = splitUserInfo(request.url);
+    const { url, parsed, basic } = endpointOf(request.url);
     const headers = basic && !hasHeader(request.headers, 'authorization') ? { ...request.headers, authorization: `Basic ${basic}` } : request.headers;
     // Never follow a redirect: the key and the prompt go to the configured origin or nowhere.
-    const response = await post(new URL(url), headers, JSON.stringify(request.body), combined);
+    const response = await post(parsed, headers, JSON.stringify(request.body), timeout.signal);
     if (response.status >= 300 && response.status < 400) {
       response.drop();
       const reason = `${label}: HTTP ${response.status} redirect to ${redirectTarget(response.header('location'), url)}, not followed`;
@@ -237,6 +262,7 @@ async function attemptOnce(
     return { ok: false, transient: true, reason: `${label}: connection failed (${connectionReason(error)})` };
   } finally {
     clearTimeout(timer);
+    signal?.removeEventListener('abort', interrupt);
   }
 }
 

@@ -125,7 +125,10 @@ describe.each(harnesses)('provider contract: $kind', (harness) => {
     const provider = await harness.make('stall', testSettings({ timeoutMs: 20_000 }));
     const before = await provider.call(promptRequest(ANSWER, { signal: AbortSignal.abort() }));
     expect(before).toEqual({ ok: false, outage: `${harness.kind} provider "subject": interrupted` });
+    const started = Date.now();
     const during = await provider.call(promptRequest(ANSWER, { signal: AbortSignal.timeout(300) }));
     expect(during).toEqual({ ok: false, outage: `${harness.kind} provider "subject": interrupted` });
+    // Ended by the run's signal, not by the call's own 20 s timeout: the request itself was stopped.
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 });
