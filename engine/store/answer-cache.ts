@@ -43,8 +43,13 @@ const CHUNK = 1 << 20;
 /** The log's first line names this log: one made again (even on a reused inode) is another log. */
 const FIRST_LINE_MAX = 128;
 
-/** How many keys' digests are remembered between a lookup and the put that follows it. */
+/**
+ * How many keys' digests are remembered between a lookup and the put that follows it, and the
+ * longest key remembered (a key holds a whole prompt; a lookup with no put after it — an outage —
+ * leaves its key here until it is pushed out, so at most 128 × 16 KiB are held).
+ */
 const DIGESTS_KEPT = 128;
+const DIGEST_KEY_MAX = 16 * 1024;
 
 /** The default bound of an entry read without one (a derived value can be large). */
 const DEFAULT_MAX_BYTES = 256 * 1024 * 1024;
@@ -129,7 +134,7 @@ export class FileAnswerCache implements AnswerCache {
       return known;
     }
     const digest = createHash('sha256').update(key).digest('hex');
-    if (keep) {
+    if (keep && key.length <= DIGEST_KEY_MAX) {
       if (this.digests.size >= DIGESTS_KEPT) this.digests.delete(this.digests.keys().next().value!);
       this.digests.set(key, digest);
     }
@@ -269,7 +274,9 @@ export class FileAnswerCache implements AnswerCache {
     const length = written - lead - 1;
     if (inode !== this.inode || before !== this.scanned || before === 0 || before + written > LOG_MAX || length >= SPAN) return;
     try {
-      if (fstatSync(fd).size !== before + written) return;
+      // Another log of the same size on the same inode (emptied in place and written again) is
+      // told by its first line: then the next refresh reads it from the start.
+      if (fstatSync(fd).size !== before + written || !this.same(fd, inode)) return;
     } catch {
       return;
     }

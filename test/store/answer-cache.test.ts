@@ -200,6 +200,29 @@ describe('the answer cache (file store)', () => {
     expect(await new FileAnswerCache(dir).get('past')).toEqual(answer(3));
   });
 
+  it('sees a log emptied in place and written again to the same size as another log, even while it appends', async () => {
+    const { dir, log, cache } = setup();
+    await cache.put('a0', answer(1));
+    expect(await cache.get('a0')).toEqual(answer(1));
+    const size = readFileSync(log).length;
+    truncateSync(log, 0);
+    // Another process starts the log again: its first line and one record of the same length.
+    await new FileAnswerCache(dir).put('b0', answer(2));
+    expect(readFileSync(log).length).toBe(size);
+    await cache.put('a1', answer(3));
+    expect(await cache.get('b0')).toEqual(answer(2));
+    expect(await cache.get('a1')).toEqual(answer(3));
+  });
+
+  it('holds no long key between a lookup and a put that may never come (an outage)', async () => {
+    const { cache } = setup();
+    const kept = () => [...(cache as unknown as { digests: Map<string, string> }).digests.keys()];
+    for (let i = 0; i < 140; i++) await cache.get(`${i} ${'p'.repeat(20 * 1024)}`);
+    expect(kept()).toEqual([]);
+    for (let i = 0; i < 140; i++) await cache.get(`${i} ${'p'.repeat(1000)}`);
+    expect(kept().length).toBeLessThanOrEqual(128);
+  });
+
   it('uses a record only when its whole digest matches the key', async () => {
     const { dir, log } = setup();
     mkdirSync(dir, { recursive: true });
