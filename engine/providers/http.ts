@@ -213,6 +213,36 @@ function connectionReason(error: unknown): string {
   return maskSecrets(String(cause?.message ?? (error as Error).message ?? error)).slice(0, ERROR_DETAIL_CHARS);
 }
 
+/**
+ * The attempts a run's signal ends, behind one listener per signal: AbortSignal.any costs ~30 µs
+ * a call here, and a listener per attempt would warn past ten calls in flight. Returns the
+ * attempt's leave().
+ */
+const followers = new WeakMap<AbortSignal, Set<AbortController>>();
+function follow(signal: AbortSignal, attempt: AbortController): () => void {
+  if (signal.aborted) {
+    attempt.abort();
+    return () => {};
+  }
+  let attempts = followers.get(signal);
+  if (!attempts) {
+    const each = new Set<AbortController>();
+    attempts = each;
+    followers.set(signal, each);
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const one of each) one.abort();
+        each.clear();
+      },
+      { once: true },
+    );
+  }
+  attempts.add(attempt);
+  const own = attempts;
+  return () => own.delete(attempt);
+}
+
 const hasHeader = (headers: Record<string, string>, name: string) => Object.keys(headers).some((key) => key.toLowerCase() === name);
 
 async function attemptOnce(
@@ -224,11 +254,9 @@ async function attemptOnce(
 ): Promise<CallAttempt<{ text: string; usage: Usage }>> {
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(), settings.timeoutMs);
-  // The run's signal ends the attempt too (a listener costs less than AbortSignal.any per call);
-  // which of the two fired is told apart below by asking the run's signal first.
-  const interrupt = () => timeout.abort();
-  if (signal?.aborted) interrupt();
-  else signal?.addEventListener('abort', interrupt, { once: true });
+  // The run's signal ends the attempt too; which of the two fired is told apart below by asking
+  // the run's signal first.
+  const leave = signal ? follow(signal, timeout) : undefined;
   try {
     const { url, parsed, basic } = endpointOf(request.url);
     const headers = basic && !hasHeader(request.headers, 'authorization') ? { ...request.headers, authorization: `Basic ${basic}` } : request.headers;
@@ -262,7 +290,7 @@ async function attemptOnce(
     return { ok: false, transient: true, reason: `${label}: connection failed (${connectionReason(error)})` };
   } finally {
     clearTimeout(timer);
-    signal?.removeEventListener('abort', interrupt);
+    leave?.();
   }
 }
 

@@ -10,7 +10,7 @@ import { errorDetail } from '../../engine/providers/http.js';
 import { createOpenAIProvider } from '../../engine/providers/openai.js';
 import { maskSecrets } from '../../engine/providers/secret-scan.js';
 import type { Provider } from '../../engine/providers/types.js';
-import { FAST_RETRY, promptRequest, startServer, testSettings, type LocalServer } from '../fixtures/providers/local-server.js';
+import { FAST_RETRY, promptRequest, stall, startServer, testSettings, type LocalServer } from '../fixtures/providers/local-server.js';
 
 const servers: LocalServer[] = [];
 afterEach(async () => {
@@ -52,6 +52,25 @@ describe.each(kinds)('%s provider', (_kind, make) => {
     const auth = server.received[0]!.headers['authorization'];
     // openai sends its key as the Authorization header; anthropic sends x-api-key, leaving Authorization to the user-info.
     expect([`Bearer ${KEY}`, `Basic ${Buffer.from('alice:s3cr3t-pass').toString('base64')}`]).toContain(auth);
+  });
+
+  it('ends every call in flight when the run is interrupted, with no warning for many calls on one signal', async () => {
+    const server = await serve(() => stall);
+    const provider = make(server.url);
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      const run = new AbortController();
+      const calls = Array.from({ length: 20 }, () => provider.call(promptRequest('p', { signal: run.signal })));
+      while (server.received.length < 20) await new Promise((resolve) => setTimeout(resolve, 5));
+      run.abort();
+      for (const result of await Promise.all(calls)) expect(result).toEqual({ ok: false, outage: expect.stringMatching(/: interrupted$/) });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 
   it('cuts a server error message and masks the keys it quotes', async () => {
