@@ -180,12 +180,13 @@ export function renderTables(results, verdicts) {
   if (results.machine?.disk?.length) {
     parts.push(
       table(
-        "The disk under the bench's temp dir (bench/lib/disk.js): the write path's figures follow it",
-        ['when', 'create a file', '4 KiB write + fsync'],
+        "The machine now: the disk under the bench's temp dir and the CPU (bench/lib/disk.js); every figure follows them",
+        ['when', 'create a file', '4 KiB write + fsync', 'CPU: JSON + sha-256 of 2 KiB'],
         results.machine.disk.map((probe, i) => [
           i === 0 ? `before (${probe.at.slice(11, 16)} UTC)` : `after (${probe.at.slice(11, 16)} UTC)`,
           `${probe.createUs} µs`,
           `${probe.fsyncUs} µs`,
+          probe.cpuUs === undefined ? '—' : `${probe.cpuUs} µs`,
         ]),
       ),
     );
