@@ -8,7 +8,9 @@
  *
  * Work comes in two phases: the first (e.g. waiting for a jury) holds one of the `concurrency`
  * slots; the second (the commit) runs after the slot is handed on, so slow local writes never
- * keep a model call from starting. The lease is held across both and renewed while they run.
+ * keep a model call from starting — nor the claim that feeds the slots: a unit past its slot does
+ * not count against the claim window (up to a bound). The lease is held across both phases and
+ * renewed while they run.
  */
 import pLimit from 'p-limit';
 import { EXIT, PipelineError } from '../errors.js';
@@ -170,10 +172,24 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
   );
   renewal.unref();
 
+  // Units past their slot (committing, releasing): they no longer need one, so they do not hold
+  // back the next claim (see `pass`). `wake` is the waiting pass's.
+  let pastSlot = 0;
+  let wake: (() => void) | undefined;
+  const wakePass = () => {
+    const waiting = wake;
+    wake = undefined;
+    waiting?.();
+  };
+
   const process = async (unit: T, lease: Lease) => {
     let finish: (() => Promise<Classified | undefined>) | undefined;
+    let past = false;
     try {
       const worked = await slots(async () => (aborted() ? undefined : kind.work(unit, lease, options)));
+      past = true;
+      pastSlot++;
+      wakePass();
       if (worked && 'finish' in worked) finish = worked.finish;
       else record(summary, lease.key, worked, options);
       if (finish) record(summary, lease.key, await finishing(finish), options);
@@ -188,6 +204,7 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
       active.delete(lease.key);
       await engine.store.release([lease]).catch(() => undefined);
       progress.tick(kind.progressLabel?.(summary) ?? '');
+      if (past) pastSlot--;
     }
   };
 
@@ -196,13 +213,14 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
   /** One pass over a queue: claim in batches as slots free up, never more than --limit in all. */
   const pass = async (queue: Queue) => {
     const running = new Set<Promise<void>>();
-    // Woken when a unit finishes (cheaper than a Promise.race over every unit in flight, each time).
-    let wake: (() => void) | undefined;
     let after: string | undefined;
     let index = 0;
     for (;;) {
       if (aborted() || limitReached()) break;
-      const window = concurrency * 2 - running.size;
+      // The window: 2 × concurrency units in a slot or waiting for one. Units past their slot do not
+      // count, up to another 2 × concurrency of them — commits waiting for a busy event loop must not
+      // leave slots idle (at C = 32 they did a fifth of the time), nor let a run claim without bound.
+      const window = Math.min(concurrency * 2 - (running.size - pastSlot), concurrency * 4 - running.size);
       const left = options.limit === undefined ? Infinity : options.limit - claimed;
       const room = Math.min(window, left);
       // Claims go in batches: the next waits until half the window is free (the other half keeps
@@ -233,9 +251,7 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
         const unit = byKey.get(lease.key) ?? (lease.key as T);
         const task: Promise<void> = process(unit, lease).finally(() => {
           running.delete(task);
-          const waiting = wake;
-          wake = undefined;
-          waiting?.();
+          wakePass();
         });
         running.add(task);
       }
