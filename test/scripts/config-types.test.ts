@@ -38,8 +38,9 @@ describe('configuration types', () => {
   }, 30_000);
 
   it('--check fails, naming the command to run, when a schema gains a field the types lack', () => {
+    // (The scratch copy as made passes --check: the first test compares the same files, and the
+    // last check below passes once the types are regenerated.)
     const root = scratch();
-    expect(check(root).status).toBe(0);
     editRubricSchema(root, (schema) => {
       schema.properties.reviewer_note = { type: 'string' };
     });
