@@ -218,9 +218,10 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
     for (;;) {
       if (aborted() || limitReached()) break;
       // The window: 2 × concurrency units in a slot or waiting for one. Units past their slot do not
-      // count, up to another 2 × concurrency of them — commits waiting for a busy event loop must not
-      // leave slots idle (at C = 32 they did a fifth of the time), nor let a run claim without bound.
-      const window = Math.min(concurrency * 2 - (running.size - pastSlot), concurrency * 4 - running.size);
+      // count, up to another concurrency of them — commits waiting for a busy event loop must not
+      // leave slots idle (at C = 32 they did a fifth of the time), nor let a run claim without bound
+      // (with 2 × more, four PostgreSQL workers with instant judges claimed more and did less).
+      const window = Math.min(concurrency * 2 - (running.size - pastSlot), concurrency * 3 - running.size);
       const left = options.limit === undefined ? Infinity : options.limit - claimed;
       const room = Math.min(window, left);
       // Claims go in batches: the next waits until half the window is free (the other half keeps

@@ -7,8 +7,8 @@
  *
  * The claim window: up to 2 × concurrency units in a slot or waiting for one. Units past their slot
  * — their commit still waiting for the event loop — do not hold back the next claim, up to another
- * 2 × concurrency of them: slow commits never leave the slots idle, and a run never holds more than
- * 4 × concurrency units at once.
+ * concurrency of them: slow commits never leave the slots idle, and a run never holds more than
+ * 3 × concurrency units at once.
  */
 import { describe, expect, it, vi } from 'vitest';
 import { runBatch, type StageRun } from '../../engine/runner/driver.js';
@@ -37,7 +37,7 @@ describe('a run with nothing selected', () => {
 });
 
 describe('the claim window', () => {
-  it('keeps taking work while commits wait, up to 4 × concurrency units held', async () => {
+  it('keeps taking work while commits wait, up to 3 × concurrency units held', async () => {
     const t = await testEngine();
     const stage = t.pipeline.stages.find((each) => each.kind === 'judge')!;
     const concurrency = 2;
@@ -71,12 +71,12 @@ describe('the claim window', () => {
       },
     };
     const run = runBatch(t.engine, stage, kind, quietRun({ concurrency }));
-    await vi.waitFor(() => expect(started).toBe(4 * concurrency));
+    await vi.waitFor(() => expect(started).toBe(3 * concurrency));
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(started).toBe(4 * concurrency);
+    expect(started).toBe(3 * concurrency);
     open();
     const summary = await run;
     expect(summary.counts['done']).toBe(items.length);
-    expect(mostHeld).toBe(4 * concurrency);
+    expect(mostHeld).toBe(3 * concurrency);
   });
 });
