@@ -10,7 +10,8 @@
  * slots; the second (the commit) runs after the slot is handed on, so slow local writes never
  * keep a model call from starting — nor the claim that feeds the slots: a unit past its slot does
  * not count against the claim window (up to a bound). The lease is held across both phases and
- * renewed while they run.
+ * renewed while they run. The second phase, and the next claim, wait for the next turn of the event
+ * loop: the unit that took the slot sends its requests first.
  */
 import pLimit from 'p-limit';
 import { EXIT, PipelineError } from '../errors.js';
@@ -92,6 +93,8 @@ export interface StageRun<T> {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Resolves in the event loop's check phase: after the pending promise jobs and process.nextTick callbacks. */
+const afterThisTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Ask before paid calls; refuse without a terminal and without --yes. Returns false to stop. */
 async function confirmSpend(plan: BatchPlan, noun: string, options: RunOptions): Promise<boolean> {
@@ -179,7 +182,7 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
   const wakePass = () => {
     const waiting = wake;
     wake = undefined;
-    waiting?.();
+    if (waiting) setImmediate(waiting);
   };
 
   const process = async (unit: T, lease: Lease) => {
@@ -192,7 +195,14 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
       wakePass();
       if (worked && 'finish' in worked) finish = worked.finish;
       else record(summary, lease.key, worked, options);
-      if (finish) record(summary, lease.key, await finishing(finish), options);
+      if (finish) {
+        // The slot just went to the next unit, whose model calls are being made in this same turn
+        // of the event loop: the commit waits for the next turn, so the requests reach their
+        // sockets (written on process.nextTick, which runs only once the promise jobs are done)
+        // before a commit's synchronous writes, not after them.
+        await afterThisTurn();
+        record(summary, lease.key, await finishing(finish), options);
+      }
     } catch (error) {
       record(
         summary,
