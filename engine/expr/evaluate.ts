@@ -128,7 +128,7 @@ function evaluateNode(node: unknown, context: ExprContext, missing: string[]): u
       if (secret === undefined) throw new Error(`secret "${String(argument)}" was not provided`);
       requireTemplatePaths(String(node['message'] ?? ''), context.root, missing);
       const message = renderTemplate(String(node['message'] ?? ''), context.root);
-      const digest = createHmac('sha256', secret).update(message).digest('hex');
+      const digest = hmacHex(secret, message);
       return typeof node['length'] === 'number' ? digest.slice(0, node['length']) : digest;
     }
     case '$match': {
@@ -162,6 +162,23 @@ function evaluateNode(node: unknown, context: ExprContext, missing: string[]): u
       return undefined;
     }
   }
+}
+
+/**
+ * HMACs already computed: a key and a message always give the same digest, and a batch keys the
+ * same few messages again and again (one per visibility, say). Bounded: a message made of
+ * per-proposal fields just computes each time.
+ */
+const digests = new Map<string, string>();
+function hmacHex(secret: string, message: string): string {
+  const key = `${secret}\u0000${message}`;
+  let digest = digests.get(key);
+  if (digest === undefined) {
+    digest = createHmac('sha256', secret).update(message).digest('hex');
+    if (digests.size >= 256) digests.clear();
+    digests.set(key, digest);
+  }
+  return digest;
 }
 
 /** Patterns of expressions, compiled once (they come from the configuration: a bounded set). */

@@ -97,6 +97,24 @@ describe('evaluate', () => {
     expect(() => value({ $hmac: 'other', message: 'x' }, { secrets })).toThrow('secret "other" was not provided');
   });
 
+  it('$hmac digests, remembered across evaluations, are of their own key and message', () => {
+    const expected = (key: string, message: string) => createHmac('sha256', key).update(message).digest('hex');
+    for (const [key, status] of [
+      ['k1', 'confirmed'],
+      ['k2', 'confirmed'],
+      ['k1', 'approved'],
+      ['k1', 'confirmed'],
+    ] as const) {
+      expect(value({ $hmac: 'author', message: '{{visibility}}:{{status}}' }, { root: { ...root, status }, secrets: { author: key } })).toBe(
+        expected(key, `org:${status}`),
+      );
+    }
+    // More distinct messages than are remembered: every one still right.
+    for (let n = 0; n < 300; n++) {
+      expect(value({ $hmac: 'author', message: '{{n}}' }, { root: { n }, secrets: { author: 'k' } })).toBe(expected('k', String(n)));
+    }
+  });
+
   it('$match yields a trimmed capture (group 1 unless told), line anchors per line; no match or an empty capture yields nothing', () => {
     expect(value({ $match: 'text', pattern: '^Title:(.*)$' })).toBe('Fix it');
     expect(value({ $match: 'text', pattern: '^(Title): (.*)$', group: 2 })).toBe('Fix it');
