@@ -16,9 +16,9 @@
  * sets an mtime no earlier version of that inode had (file systems stamp times from a coarse clock,
  * a few ms per tick), so the status index, which trusts (mtime, size, inode), always sees the change.
  */
-import { closeSync, constants, fdatasync, fstatSync, ftruncateSync, linkSync, lstatSync, openSync, type Stats, unlinkSync } from 'node:fs';
+import { closeSync, constants, fdatasync, fstatSync, ftruncateSync, linkSync, lstatSync, openSync, type Stats } from 'node:fs';
 import { promisify } from 'node:util';
-import { tempName, writeAll } from '../util/atomic-write.js';
+import { tempName, unlinkQuietly, writeAll } from '../util/atomic-write.js';
 
 const { O_WRONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
 const fdatasyncAsync = promisify(fdatasync);
@@ -32,14 +32,6 @@ interface Spare {
   file: string;
   ino: number;
   since: number;
-}
-
-function unlinkQuietly(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch {
-    // already gone
-  }
 }
 
 const live = new Set<Spares>();

@@ -20,6 +20,21 @@ import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.
 import { runStage } from '../../engine/stages/index.js';
 import { proposalInput, quietRun, testEngine } from '../helpers.js';
 
+/** A stage kind over plain records whose work is `work` (no plan, one outcome: done). */
+function recordsKind(items: readonly string[], work: StageRun<string>['work']): StageRun<string> {
+  return {
+    outcomes: () => ['done'],
+    noun: 'record',
+    retryLabel: 'left',
+    select: async () => ({ units: { items, keyOf: (item) => item }, total: items.length }),
+    mustPlan: () => false,
+    plan: async () => {
+      throw new Error('no plan is asked for');
+    },
+    work,
+  };
+}
+
 describe('a run with nothing selected', () => {
   it('makes no claim, and makes claims once there is work', async () => {
     const t = await testEngine();
@@ -51,29 +66,19 @@ describe('the claim window', () => {
     let started = 0;
     let held = 0;
     let mostHeld = 0;
-    const kind: StageRun<string> = {
-      outcomes: () => ['done'],
-      noun: 'record',
-      retryLabel: 'left',
-      select: async () => ({ units: { items, keyOf: (item) => item }, total: items.length }),
-      mustPlan: () => false,
-      plan: async () => {
-        throw new Error('no plan is asked for');
-      },
-      work: async () => {
-        started++;
-        held++;
-        mostHeld = Math.max(mostHeld, held);
-        // The slot is handed on at once; the commit waits.
-        return {
-          finish: async () => {
-            await commits;
-            held--;
-            return { outcome: 'done' };
-          },
-        };
-      },
-    };
+    const kind = recordsKind(items, async () => {
+      started++;
+      held++;
+      mostHeld = Math.max(mostHeld, held);
+      // The slot is handed on at once; the commit waits.
+      return {
+        finish: async () => {
+          await commits;
+          held--;
+          return { outcome: 'done' };
+        },
+      };
+    });
     const run = runBatch(t.engine, stage, kind, quietRun({ concurrency }));
     await vi.waitFor(() => expect(started).toBe(3 * concurrency));
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -91,30 +96,20 @@ describe('the commit phase', () => {
     const stage = t.pipeline.stages.find((each) => each.kind === 'judge')!;
     const items = ['a', 'b', 'c'];
     const events: string[] = [];
-    const kind: StageRun<string> = {
-      outcomes: () => ['done'],
-      noun: 'record',
-      retryLabel: 'left',
-      select: async () => ({ units: { items, keyOf: (item) => item }, total: items.length }),
-      mustPlan: () => false,
-      plan: async () => {
-        throw new Error('no plan is asked for');
-      },
-      work: async (unit) => {
-        events.push(`${unit} work`);
-        // As node:http does: a request is written to its socket on process.nextTick, which runs
-        // only once the pending promise jobs are done.
-        process.nextTick(() => events.push(`${unit} request sent`));
-        // The answer comes later, from the event loop.
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        return {
-          finish: async () => {
-            events.push(`${unit} commit`);
-            return { outcome: 'done' };
-          },
-        };
-      },
-    };
+    const kind = recordsKind(items, async (unit) => {
+      events.push(`${unit} work`);
+      // As node:http does: a request is written to its socket on process.nextTick, which runs
+      // only once the pending promise jobs are done.
+      process.nextTick(() => events.push(`${unit} request sent`));
+      // The answer comes later, from the event loop.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return {
+        finish: async () => {
+          events.push(`${unit} commit`);
+          return { outcome: 'done' };
+        },
+      };
+    });
     const summary = await runBatch(t.engine, stage, kind, quietRun({ concurrency: 1 }));
     expect(summary.counts['done']).toBe(3);
     expect(events.indexOf('b request sent')).toBeLessThan(events.indexOf('a commit'));
