@@ -26,7 +26,6 @@ import { LedgerIndex } from './ledger-index.js';
 import { ownerFileName, OwnerFiles, type Held } from './owner-files.js';
 import { isAlive, type ProcessIdentity } from './process-identity.js';
 import { scanProposals, type KeepReads, type ProposalScan } from './proposal-index.js';
-import { Spares } from './spares.js';
 import {
   serializeProposal,
   type AnswerCache,
@@ -142,8 +141,6 @@ export class FileStore implements Store {
   private readonly auditMemo: AuditMemo = { unsaved: 0 };
   private readonly checkedDirs = new Set<string>();
   private readonly freshTails = new Set<string>();
-  /** Inodes of replaced proposal files, written again by later commits (spares.ts). */
-  private readonly spares = new Spares();
   private readonly claims = new Map<string, Held>();
   private readonly queues = new Map<string, string[]>();
   private journal: Journal | undefined;
@@ -176,7 +173,6 @@ export class FileStore implements Store {
   async close(): Promise<void> {
     for (const held of this.claims.values()) await held.release();
     this.claims.clear();
-    this.spares.clear();
   }
 
   // ---------------------------------------------------------------- paths and directories
@@ -553,33 +549,13 @@ export class FileStore implements Store {
       const text = serializeProposal(change.next);
       const intent: Intent = { kind: 'commit', id, prev: sha256(current), next: text, audit: change.audit, ledger, entries, offsets: this.offsets(ledger) };
       await this.apply(intent, async () => {
-        await this.replaceDocument(file, text);
+        install(await writeTemp(file, text), file);
         await Promise.all([fsyncDir(this.proposalsDir), ...(await this.writeEntries(entries))]);
       });
       return { ok: true, version: text };
     } finally {
       await held.release();
     }
-  }
-
-  /**
-   * Replace a proposal file with `text` (its directory's sync is the caller's): written into a
-   * spare inode when one is ready, else into a new temp file; the replaced inode is kept as a
-   * spare (see spares.ts).
-   */
-  private async replaceDocument(file: string, text: string): Promise<void> {
-    const data = Buffer.from(text);
-    const spare = await this.spares.write(data);
-    const temp = spare ?? (await writeTemp(file, data));
-    const held = this.spares.hold(file);
-    try {
-      install(temp, file);
-    } catch (error) {
-      if (held !== undefined) this.spares.drop(held);
-      throw error;
-    }
-    if (held !== undefined) this.spares.kept(held);
-    if (spare === undefined) this.spares.installedFresh(file);
   }
 
   /** Journal the intent, write the document (and entries), then the ledger rows and audit rows. */

@@ -1,7 +1,21 @@
 /** The file store: the shared contract, plus what only a file store can get wrong. */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -47,6 +61,31 @@ describe('file store: files', () => {
     const text = readFileSync(path.join(store.location, 'proposals', `${ID}.json`), 'utf8');
     expect(text).toBe(`${JSON.stringify(pending, null, 2)}\n`);
     expect(readdirSync(path.join(store.location, 'proposals'))).toEqual([`${ID}.json`]);
+  });
+
+  it('never changes a replaced version under a reader that opened it (a copy, a backup, a slow process)', async () => {
+    const store = make();
+    let version = await seed(store);
+    const commit = async (status: string) => {
+      const committed = await store.commit({ id: ID, version, next: { ...pending, status }, audit: [{ ...created, event: 'set', from: null, to: status }] });
+      if (!committed.ok) throw new Error(committed.reason);
+      version = committed.version;
+    };
+    await commit('confirmed');
+    const file = path.join(store.location, 'proposals', `${ID}.json`);
+    const opened = openSync(file, 'r');
+    try {
+      const before = version;
+      for (const status of ['approved', 'rejected', 'confirmed', 'approved']) {
+        await commit(status);
+        // Long enough for any reuse of the replaced file's inode to have happened.
+        await new Promise((resolve) => setTimeout(resolve, 30));
+      }
+      const buffer = Buffer.alloc(64 * 1024);
+      expect(buffer.toString('utf8', 0, readSync(opened, buffer, 0, buffer.length, 0))).toBe(before);
+    } finally {
+      closeSync(opened);
+    }
   });
 
   it('refuses any id that is not a ULID before touching the file system', async () => {
