@@ -125,8 +125,7 @@ export function tempName(target: string): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${(++temps).toString(36)}${randomSuffix}.tmp`);
 }
 
-/** Remove `file` if it is there (a temp file's cleanup: gone already is fine). */
-export function unlinkQuietly(file: string): void {
+function unlinkQuietly(file: string): void {
   try {
     unlinkSync(file);
   } catch {
