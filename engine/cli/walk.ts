@@ -8,7 +8,7 @@
  * is refused at once with the allowed answers and asked again. Ctrl-D quits cleanly (exit 0) and
  * Ctrl-C stops (exit 130); both print the summary so far, and whatever was decided stays decided.
  */
-import { createInterface, type Interface } from 'node:readline/promises';
+import type { Interface } from 'node:readline/promises';
 import type { ReviewStageDef } from '../config/types.js';
 import type { Engine } from '../engine.js';
 import { EXIT } from '../errors.js';
@@ -39,6 +39,7 @@ class Prompter {
   private readonly rl: Interface;
 
   constructor(context: Context) {
+    const { createInterface } = process.getBuiltinModule('node:readline/promises');
     this.rl = createInterface({ input: context.io.stdin, output: context.io.stderr as NodeJS.WritableStream });
     // With a listener, readline reports Ctrl-C here instead of closing as if it were Ctrl-D.
     this.rl.on('SIGINT', () => this.interrupt());

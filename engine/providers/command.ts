@@ -3,7 +3,7 @@
  * stdout as the answer. Anything but a clean exit with an answer — a missing program, a non-zero
  * exit, a timeout, an over-large answer — is an outage, never an answer.
  */
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { constants } from 'node:os';
 import type { CommandProviderConfig } from '../config/types.js';
 import type { ModelSettings } from './index.js';
@@ -138,6 +138,8 @@ function runOnce(label: string, argv: string[], env: NodeJS.ProcessEnv, settings
     };
     const onAbort = () => settle({ ok: false, transient: false, reason: `${label}: interrupted` }, true);
     try {
+      // Loaded on first use: a command that runs no provider never pays for node:child_process.
+      const { spawn } = process.getBuiltinModule('node:child_process');
       child = spawn(argv[0]!, argv.slice(1), { env, stdio: ['pipe', 'pipe', 'pipe'], detached: group });
     } catch (error) {
       // Invalid arguments (e.g. a NUL byte) are rejected before any process exists.

@@ -6,7 +6,7 @@
  * cannot start, it fails, it is too slow) only means the caller stats the rest itself.
  */
 import { lstatSync } from 'node:fs';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 
 /** What the signature of a file is made of; `undefined`: gone; `null`: not a regular file. */
 export type FileStat = { mtimeMs: number; size: number; ino: number } | null | undefined;
@@ -79,6 +79,8 @@ export function statFiles(prefix: string, ids: readonly string[], suffix: string
   let worker: Worker;
   try {
     shared = new SharedArrayBuffer(8 + count * 4 * 8);
+    // Loaded here: only a listing of tens of thousands of files starts a thread.
+    const { Worker } = process.getBuiltinModule('node:worker_threads');
     worker = new Worker(workerScript, { eval: true, workerData: { prefix, names: ids.slice(half).join(''), count, suffix, shared } });
   } catch {
     return alone;

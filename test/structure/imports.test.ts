@@ -55,18 +55,23 @@ describe('engine imports', () => {
     ]);
   });
 
-  it('finds the YAML parser or ajv loaded whenever the CLI starts, through any chain; lazy and type-only imports are fine', () => {
+  it('finds the YAML parser, ajv, or node:child_process, worker_threads or readline loaded whenever the CLI starts, through any chain; lazy and type-only imports are fine', () => {
     const root = tree({
       'cli/main.ts': "import { context } from './context.js';\nexport const main = () => context;\n",
       'cli/context.ts': "import { load } from '../config/load.js';\nexport const context = load;\n",
       'config/load.ts':
         "import type { Ajv } from 'ajv';\nimport { digest } from './cache.js';\nexport const load = async () => (await import('./build.js')).build(digest as unknown as Ajv);\n",
-      'config/cache.ts': "import { createHash } from 'node:crypto';\nimport { parse } from 'yaml';\nexport const digest = [createHash, parse];\n",
+      'config/cache.ts':
+        "import { createHash } from 'node:crypto';\nimport { parse } from 'yaml';\nimport type { Worker } from 'node:worker_threads';\nimport { ask } from './ask.js';\nexport const digest = [createHash, parse, ask as unknown as Worker];\n",
+      'config/ask.ts':
+        "import { createInterface } from 'node:readline/promises';\nexport const ask = () => process.getBuiltinModule('node:child_process').spawn && createInterface;\n",
       'config/build.ts': "import { Ajv } from 'ajv';\nimport { stringify } from 'yaml';\nexport const build = (x: unknown) => [Ajv, stringify, x];\n",
       'cli/standalone.ts': "import * as standalone from 'ajv/dist/standalone/index.js';\nexport const s = standalone;\n",
     });
+    const how = 'import it where it is needed, with a dynamic import() (or process.getBuiltinModule for a node: module)';
     expect(checkImports(root)).toEqual([
-      'config/cache.ts:2: loads yaml whenever the CLI starts (through cli/main.ts → cli/context.ts → config/load.ts → config/cache.ts); import it with a dynamic import() where it is needed',
+      `config/cache.ts:2: loads yaml whenever the CLI starts (through cli/main.ts → cli/context.ts → config/load.ts → config/cache.ts); ${how}`,
+      `config/ask.ts:1: loads readline/promises whenever the CLI starts (through cli/main.ts → cli/context.ts → config/load.ts → config/cache.ts → config/ask.ts); ${how}`,
     ]);
   });
 });

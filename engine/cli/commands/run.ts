@@ -1,7 +1,6 @@
 /** `pipeline run [<stage>]`: one stage, or every automatic stage in pipeline order. */
 import { setMaxListeners } from 'node:events';
 import { constants } from 'node:os';
-import { createInterface } from 'node:readline/promises';
 import { terminalProgress, silentProgress } from '../../runner/progress.js';
 import type { RunOptions } from '../../runner/driver.js';
 import { runStage } from '../../stages/index.js';
@@ -12,6 +11,7 @@ import type { Context } from '../context.js';
 import { runReviewWalk } from '../walk.js';
 
 export async function ask(context: Context, question: string): Promise<boolean> {
+  const { createInterface } = process.getBuiltinModule('node:readline/promises');
   const rl = createInterface({ input: context.io.stdin, output: context.io.stderr as NodeJS.WritableStream });
   try {
     return /^y(es)?$/i.test((await rl.question(question)).trim());
