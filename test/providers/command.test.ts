@@ -39,6 +39,8 @@ function isAlive(pid: number): boolean {
 }
 
 async function eventuallyDead(pid: number): Promise<boolean> {
+  // Never pid 0 (or NaN) from a pid file read too early: kill(0, 0) asks about our own group.
+  if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error(`not a pid: ${pid}`);
   for (let i = 0; i < 50 && isAlive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 20));
   return !isAlive(pid);
 }
@@ -199,7 +201,8 @@ describe('command provider', () => {
     const provider = createCommandProvider('slow', { kind: 'command', command: run('sleep.mjs', pidFile) }, testSettings({ timeoutMs: 20_000 }));
     const controller = new AbortController();
     const pending = provider.call(promptRequest('hi', { signal: controller.signal }));
-    for (let i = 0; i < 100 && !existsSync(pidFile); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    // The program is running once its grandchild's pid is there (a loaded machine may take seconds).
+    for (let i = 0; i < 500 && !existsSync(pidFile); i++) await new Promise((resolve) => setTimeout(resolve, 20));
     controller.abort();
     expect(await pending).toEqual({ ok: false, outage: 'command provider "slow": interrupted' });
     expect(await eventuallyDead(Number(readFileSync(pidFile, 'utf8')))).toBe(true);
