@@ -166,8 +166,8 @@ function evaluateNode(node: unknown, context: ExprContext, missing: string[]): u
 
 /**
  * HMACs already computed: a key and a message always give the same digest, and a batch keys the
- * same few messages again and again (one per visibility, say). Bounded: a message made of
- * per-proposal fields just computes each time.
+ * same few messages again and again (one per value of a field that has a few). Bounded: a message
+ * made of per-proposal fields just computes each time.
  */
 const digests = new Map<string, string>();
 function hmacHex(secret: string, message: string): string {
