@@ -2,7 +2,8 @@
  * What the built CLI loads: a command on a configuration the cache holds never loads the YAML
  * parser or ajv (a fifth and more of the bundle, ~35 ms of every start); a cache miss, `validate`
  * and `show` load them when they need them. Observed on the real binary through a module hook
- * that records every file Node loads.
+ * that records every file Node loads. A command on a PostgreSQL store loads pg, and never Node's
+ * fetch (undici), which pg's own start-up would load on Node 20 (see scripts/bundle.js).
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -67,5 +68,31 @@ describe('start-up', () => {
     expect(loads(run(['init', path.join(dir, 'new')], env, dir))).toEqual({ yaml: true, ajv: false });
     expect(readFileSync(path.join(dir, 'new', '.gitignore'), 'utf8')).toContain('/.pipeline/');
     expect(loads(run([...pipeline, 'validate'], env, dir))).toEqual({ yaml: true, ajv: true });
+  });
+});
+
+describe('start-up on a PostgreSQL store', () => {
+  it("loads pg from the bundle but never Node's fetch (undici)", () => {
+    const dir = tempDir('start-up-pg-');
+    const log = path.join(dir, 'loaded.log');
+    writeFileSync(log, '');
+    const builtins = path.join(dir, 'builtins.cjs');
+    writeFileSync(
+      builtins,
+      `process.on('exit', () => require('node:fs').appendFileSync(${JSON.stringify(log)}, process.moduleLoadList.map((name) => 'builtin:' + name + '\\n').join('')));\n`,
+    );
+    const env = { ...process.env, PIPELINE_CONFIG_CACHE: path.join(dir, 'cache') };
+    // Nothing listens on port 1: the command loads pg, fails to connect and says so.
+    const args = ['--dir', ROOT, '--store', 'postgres://127.0.0.1:1/none', 'status'];
+    const result = spawnSync(process.execPath, [...loadRecorder(dir, log), '--require', builtins, BIN, ...args], { env, encoding: 'utf8' });
+    expect([result.status, result.stderr]).toEqual([1, expect.stringContaining('connection refused')]);
+    const loaded = readFileSync(log, 'utf8').split('\n');
+    const bundled = loaded
+      .filter((url) => url.startsWith('file:') && url.includes('/dist/'))
+      .map((url) => readFileSync(fileURLToPath(url), 'utf8'))
+      .join('\n');
+    expect(bundled).toMatch(/^\/\/ .*node_modules\/pg\/lib\/stream\.js/m);
+    expect(loaded.filter((line) => line.startsWith('builtin:')).length).toBeGreaterThan(10);
+    expect(loaded.filter((line) => line.includes('undici'))).toEqual([]);
   });
 });
