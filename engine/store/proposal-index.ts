@@ -5,6 +5,13 @@
  * the engine (a rename: new inode) or by hand — is seen and the file read again. The cache is
  * never required for correctness: delete it and it is rebuilt.
  *
+ * A signature is trusted only once it is old enough (git's "racy" entries): a file system keeps
+ * mtimes in steps (a clock tick on ext4, a second on some, two on FAT), and a file replaced twice
+ * within one step can come back with the same size and, since a rename frees an inode for the
+ * next temp file, the same inode number — the same signature over another status. An entry whose
+ * mtime is within RACY_MS of the start of the scan that recorded it is read again each time; it is
+ * trusted once a later scan has recorded it (the cache is rewritten for that when one settles).
+ *
  * Kept lean for 100,000 files: the directory listing and the cache are both sorted by id and
  * merged, with no per-entry objects.
  */
@@ -16,7 +23,12 @@ import { readRegular } from './files.js';
 import { statFiles } from './parallel-stat.js';
 import { wrongId } from './types.js';
 
-const FORMAT = 'pipeline-index 3';
+const FORMAT = 'pipeline-index 4';
+/** How close to a scan's start an mtime is too close to trust (see above): FAT's two-second steps. */
+const RACY_MS = 2000;
+
+/** For tests: how many proposal files scans have read. */
+export const scanReads = { count: 0 };
 const FILE_NAME = /^[0-7][0-9A-HJKMNP-TV-Z]{25}\.json$/;
 
 export interface ProposalScan {
@@ -71,17 +83,21 @@ export interface KeepReads {
   into: Map<string, ReadDuringScan>;
 }
 
-function readCache(file: string, fields: string): string[] {
+/** The cached lines and the start of the scan that wrote them (ms since the epoch). */
+function readCache(file: string, fields: string): { lines: string[]; scannedAt: number } {
+  const none = { lines: [], scannedAt: 0 };
   let text: string | undefined;
   try {
     text = readRegular(file);
   } catch {
-    return [];
+    return none;
   }
-  if (text === undefined) return [];
+  if (text === undefined) return none;
   const lines = text.split('\n');
-  // The header names the marked fields: another set means another cache.
-  return lines[0] === `${FORMAT}\t${fields}` ? lines.slice(1) : [];
+  // The header names the marked fields (another set means another cache) and when its scan began.
+  const header = `${FORMAT}\t${fields}\t`;
+  const scannedAt = lines[0]!.startsWith(header) ? Number(lines[0]!.slice(header.length)) : Number.NaN;
+  return Number.isFinite(scannedAt) ? { lines: lines.slice(1), scannedAt } : none;
 }
 
 /**
@@ -100,7 +116,10 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
     .filter((name) => FILE_NAME.test(name))
     .map((name) => name.slice(0, 26))
     .sort();
-  const cached = readCache(cacheFile, markFields.join(','));
+  // Before any stat: every file this scan sees was last written no later than it saw it.
+  const scanStart = Date.now();
+  const { lines: cached, scannedAt } = readCache(cacheFile, markFields.join(','));
+  const trustedBefore = scannedAt - RACY_MS;
   const out: ProposalScan = { ids: [], statuses: [], marks: [] };
   const lines: string[] = [];
   let changed = false;
@@ -125,10 +144,10 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
         c++;
         changed = true; // a cached entry whose file is gone
       }
+      const previous = c < cached.length && cached[c]!.startsWith(id) ? cached[c++]! : undefined;
       let line: string;
-      if (c < cached.length && cached[c]!.startsWith(id) && cached[c]!.endsWith(signature)) line = cached[c++]!;
+      if (previous !== undefined && previous.endsWith(signature) && stat.mtimeMs < trustedBefore) line = previous;
       else {
-        if (c < cached.length && cached[c]!.startsWith(id)) c++;
         let text: string | undefined;
         try {
           text = readRegular(`${prefix}${id}.json`);
@@ -136,12 +155,15 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
           text = ''; // replaced by something that is not a file meanwhile: malformed
         }
         if (text === undefined) continue; // removed meanwhile
+        scanReads.count++;
         const head = parseHead(text, markFields, id);
         if (keep && head.record && head.status !== null && keep.into.size < keep.budget && keep.wanted(head.status))
           keep.into.set(id, { text, record: head.record });
         // A status with a tab or a newline is not a state of any machine; keep the line intact.
         line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${signature}`;
-        changed = true;
+        // A racy entry read again to the same line changes nothing, unless this scan's record of it
+        // would be trusted next time: then the cache is written again for that.
+        if (line !== previous || stat.mtimeMs < scanStart - RACY_MS) changed = true;
       }
       const first = line.indexOf('\t', 27);
       const second = line.indexOf('\t', first + 1);
@@ -158,7 +180,7 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   if (changed) {
     try {
       mkdirSync(path.dirname(cacheFile), { recursive: true });
-      await writeFileAtomic(cacheFile, `${FORMAT}\t${markFields.join(',')}\n${lines.join('\n')}\n`, { durable: false });
+      await writeFileAtomic(cacheFile, `${FORMAT}\t${markFields.join(',')}\t${scanStart}\n${lines.join('\n')}\n`, { durable: false });
     } catch {
       // A cache that cannot be written (a read-only store) is only slower next time.
     }

@@ -18,9 +18,10 @@ import {
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { FileStore } from '../../engine/store/file-store.js';
 import { Journal } from '../../engine/store/journal.js';
+import { scanReads } from '../../engine/store/proposal-index.js';
 import type { AuditRow, Store } from '../../engine/store/types.js';
 import { ROOT, tempDir } from '../helpers.js';
 import { LAYOUT, storeContract } from './contract.js';
@@ -129,6 +130,44 @@ describe('file store: files', () => {
     writeFileSync(file, readFileSync(file, 'utf8').replace('"pending"', '"confirmed"'));
     expect((await store.counts(['pending', 'confirmed'])).counts).toEqual({ pending: 0, confirmed: 1 });
     expect((await all(store.index({ status: 'confirmed' }))).map((entry) => entry.id)).toEqual([ID]);
+  });
+
+  it('reads again a proposal whose signature was too fresh to trust: replaced within one mtime step', async () => {
+    const store = make();
+    await seed(store);
+    const file = path.join(store.location, 'proposals', `${ID}.json`);
+    // A file system with one-second mtimes: the file's mtime is this second, exactly.
+    const second = Math.floor(Date.now() / 1000);
+    utimesSync(file, second, second);
+    expect((await store.counts(['pending', 'decline'])).counts).toEqual({ pending: 1, decline: 0 });
+    // Within that second the file is written again: the same size, inode and mtime, another status.
+    writeFileSync(file, readFileSync(file, 'utf8').replace('"pending"', '"decline"'));
+    utimesSync(file, second, second);
+    expect((await store.counts(['pending', 'decline'])).counts).toEqual({ pending: 0, decline: 1 });
+  });
+
+  it('trusts an index entry once it has settled, and reads a fresh one until it does', async () => {
+    const store = make();
+    await seed(store);
+    const file = path.join(store.location, 'proposals', `${ID}.json`);
+    const scans = async () => {
+      const before = scanReads.count;
+      await store.counts(['pending']);
+      return scanReads.count - before;
+    };
+    const old = Math.floor(Date.now() / 1000) - 60;
+    utimesSync(file, old, old);
+    expect([await scans(), await scans()]).toEqual([1, 0]); // written a minute ago: read once
+    const now = Math.floor(Date.now() / 1000);
+    utimesSync(file, now, now);
+    expect([await scans(), await scans()]).toEqual([1, 1]); // fresh: read each time
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() + 5000);
+      expect([await scans(), await scans()]).toEqual([1, 0]); // settled: recorded again, then trusted
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('works again after its caches are deleted', async () => {
