@@ -11,6 +11,8 @@
  * next temp file, the same inode number — the same signature over another status. An entry whose
  * mtime is within RACY_MS of the start of the scan that recorded it is read again each time; it is
  * trusted once a later scan has recorded it (the cache is rewritten for that when one settles).
+ * (A file renamed into place carries the mtime of its write, a little older than the rename: the
+ * replaced inode stays linked until then, so the new file never has its number.)
  *
  * Kept lean for 100,000 files: the directory listing and the cache are both sorted by id and
  * merged, with no per-entry objects.
@@ -96,8 +98,8 @@ function readCache(file: string, fields: string): { lines: string[]; scannedAt: 
   const lines = text.split('\n');
   // The header names the marked fields (another set means another cache) and when its scan began.
   const header = `${FORMAT}\t${fields}\t`;
-  const scannedAt = lines[0]!.startsWith(header) ? Number(lines[0]!.slice(header.length)) : Number.NaN;
-  return Number.isFinite(scannedAt) ? { lines: lines.slice(1), scannedAt } : none;
+  const time = lines[0]!.startsWith(header) ? lines[0]!.slice(header.length) : '';
+  return /^\d{1,15}$/.test(time) ? { lines: lines.slice(1), scannedAt: Number(time) } : none;
 }
 
 /**

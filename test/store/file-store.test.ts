@@ -136,14 +136,21 @@ describe('file store: files', () => {
     const store = make();
     await seed(store);
     const file = path.join(store.location, 'proposals', `${ID}.json`);
-    // A file system with one-second mtimes: the file's mtime is this second, exactly.
+    // A file system with one-second mtimes: the file's mtime is this second, exactly. The clock
+    // stands still half a second later, however long the scans take.
     const second = Math.floor(Date.now() / 1000);
-    utimesSync(file, second, second);
-    expect((await store.counts(['pending', 'decline'])).counts).toEqual({ pending: 1, decline: 0 });
-    // Within that second the file is written again: the same size, inode and mtime, another status.
-    writeFileSync(file, readFileSync(file, 'utf8').replace('"pending"', '"decline"'));
-    utimesSync(file, second, second);
-    expect((await store.counts(['pending', 'decline'])).counts).toEqual({ pending: 0, decline: 1 });
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(second * 1000 + 500);
+      utimesSync(file, second, second);
+      expect((await store.counts(['pending', 'decline'])).counts).toEqual({ pending: 1, decline: 0 });
+      // Within that second the file is written again: the same size, inode and mtime, another status.
+      writeFileSync(file, readFileSync(file, 'utf8').replace('"pending"', '"decline"'));
+      utimesSync(file, second, second);
+      expect((await store.counts(['pending', 'decline'])).counts).toEqual({ pending: 0, decline: 1 });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('trusts an index entry once it has settled, and reads a fresh one until it does', async () => {
@@ -155,19 +162,46 @@ describe('file store: files', () => {
       await store.counts(['pending']);
       return scanReads.count - before;
     };
-    const old = Math.floor(Date.now() / 1000) - 60;
-    utimesSync(file, old, old);
-    expect([await scans(), await scans()]).toEqual([1, 0]); // written a minute ago: read once
+    // The clock stands still (however long the scans take) until it is moved on.
     const now = Math.floor(Date.now() / 1000);
-    utimesSync(file, now, now);
-    expect([await scans(), await scans()]).toEqual([1, 1]); // fresh: read each time
     vi.useFakeTimers({ toFake: ['Date'] });
     try {
-      vi.setSystemTime(Date.now() + 5000);
+      vi.setSystemTime(now * 1000 + 500);
+      utimesSync(file, now - 60, now - 60);
+      expect([await scans(), await scans()]).toEqual([1, 0]); // written a minute ago: read once
+      utimesSync(file, now, now);
+      expect([await scans(), await scans()]).toEqual([1, 1]); // fresh: read each time
+      vi.setSystemTime(now * 1000 + 5000);
       expect([await scans(), await scans()]).toEqual([1, 0]); // settled: recorded again, then trusted
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  it('takes no cache whose header is not exactly its own', async () => {
+    const store = make();
+    await seed(store);
+    const file = path.join(store.location, 'proposals', `${ID}.json`);
+    utimesSync(file, 1_000_000, 1_000_000); // long settled
+    const cache = path.join(store.location, '.index', 'proposals.tsv');
+    await store.counts(['pending']);
+    const [header, ...rest] = readFileSync(cache, 'utf8').split('\n');
+    expect(header).toMatch(/^pipeline-index 4\tpromoted_at\t\d+$/);
+    // The cached line now claims another status: only a cache the scan accepts would report it.
+    const lying = rest.map((line) => line.replace('\tpending\t', '\tlying\t'));
+    const counted = async (head: string) => {
+      writeFileSync(cache, [head, ...lying].join('\n'));
+      return (await store.counts(['pending', 'lying'])).counts;
+    };
+    expect(await counted(header!)).toEqual({ pending: 0, lying: 1 }); // accepted (and trusted)
+    for (const head of [
+      `${header} `,
+      header!.replace(/\d+$/, ' 12'),
+      header!.replace(/\d+$/, ''),
+      header!.replace('promoted_at', 'promoted_at\t'),
+      'pipeline-index 3\tpromoted_at',
+    ])
+      expect([head, await counted(head)]).toEqual([head, { pending: 1, lying: 0 }]);
   });
 
   it('works again after its caches are deleted', async () => {
