@@ -9,10 +9,9 @@
  * instead of creating, syncing and removing a file each. A journal belongs to the owner file of
  * the same name (`.owners/<name>`); once that owner is dead its journal is replayed and removed.
  */
-import { unlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { AuditRow, LedgerWrite } from './types.js';
-import { fsyncDir } from '../util/atomic-write.js';
+import { fsyncDir, unlinkQuietly } from '../util/atomic-write.js';
 import { appendDurably, parseJsonLines, readRegular } from './files.js';
 import { isObject } from '../util/json-path.js';
 
@@ -91,14 +90,6 @@ export class Journal {
   /** At a clean exit: remove the journal when no commit is half-applied (else it is replayed). */
   closeAtExit(): void {
     if (this.inFlight === 0 && !this.unfinished) unlinkQuietly(this.file);
-  }
-}
-
-function unlinkQuietly(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch {
-    // already gone
   }
 }
 

@@ -15,9 +15,9 @@
  * a killed run's proposals locked for the stale period; checking the owner's pid frees them at
  * once.
  */
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, statSync, unlinkSync, utimesSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, statSync, utimesSync } from 'node:fs';
 import path from 'node:path';
-import { writeAll } from '../util/atomic-write.js';
+import { unlinkQuietly, writeAll } from '../util/atomic-write.js';
 import { readRegular } from './files.js';
 import { isAlive, newIdentity, SELF, type ProcessIdentity } from './process-identity.js';
 
@@ -35,14 +35,6 @@ export type Attempt = { held: Held } | { holder: 'live' } | { holder: 'stale'; o
 /** The owner-file name of an identity: `<host>.<pid>.<nonce>`. */
 export function ownerFileName(identity: Partial<ProcessIdentity>): string {
   return `${String(identity.host ?? '').replace(/[^A-Za-z0-9_.-]/g, '_')}.${identity.pid}.${identity.nonce}`;
-}
-
-function unlinkQuietly(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch {
-    // already gone
-  }
 }
 
 /**

@@ -125,7 +125,8 @@ export function tempName(target: string): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${(++temps).toString(36)}${randomSuffix}.tmp`);
 }
 
-function unlinkQuietly(file: string): void {
+/** Remove a file if it is there. */
+export function unlinkQuietly(file: string): void {
   try {
     unlinkSync(file);
   } catch {

@@ -428,6 +428,63 @@ async function expectFinishedFirst(store: FileStore, version: string): Promise<v
   expect(read.kind === 'found' && read.stored.proposal['status']).toBe('passed');
 }
 
+describe('file store: the document is written while its intent is made durable', () => {
+  const change = (version: string) => ({
+    id: ID,
+    version,
+    next: { ...pending, status: 'confirmed' },
+    audit: [{ ...created, event: 'confirm', from: 'pending', to: 'confirmed', at: '2026-11-01T00:00:02Z' }],
+  });
+  const temps = (dir: string) => readdirSync(path.join(dir, 'proposals')).filter((name) => name.endsWith('.tmp'));
+
+  it('writes the temp file during the journal sync, and puts it in place only after', async () => {
+    const store = make();
+    const version = await seed(store);
+    const file = path.join(store.location, 'proposals', `${ID}.json`);
+    let release!: () => void;
+    const seen: { temps: string[]; document: string }[] = [];
+    const write = Journal.prototype.write;
+    const spy = vi.spyOn(Journal.prototype, 'write').mockImplementation(async function (this: Journal, intent) {
+      await write.call(this, intent);
+      // The intent is durable, the commit not yet told so: the temp file is written (its write
+      // started with the journal's), the proposal file still holds the old version.
+      for (let i = 0; i < 200 && temps(store.location).length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+      seen.push({ temps: temps(store.location), document: readFileSync(file, 'utf8') });
+      await new Promise<void>((resolve) => (release = resolve));
+    });
+    try {
+      const committed = store.commit(change(version));
+      while (seen.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(seen[0]!.temps).toHaveLength(1);
+      expect(readFileSync(path.join(store.location, 'proposals', seen[0]!.temps[0]!), 'utf8')).toContain('"confirmed"');
+      expect(seen[0]!.document).toBe(version);
+      release();
+      expect(await committed).toMatchObject({ ok: true });
+      expect(readFileSync(file, 'utf8')).toContain('"confirmed"');
+      expect(temps(store.location)).toEqual([]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('removes the temp file when the intent cannot be made durable, and changes nothing', async () => {
+    const store = make();
+    const version = await seed(store);
+    const spy = vi.spyOn(Journal.prototype, 'write').mockImplementation(async function (this: Journal) {
+      await new Promise((resolve) => setTimeout(resolve, 20)); // the temp file is written meanwhile
+      throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+    });
+    try {
+      await expect(store.commit(change(version))).rejects.toThrow(/no space left/);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(temps(store.location)).toEqual([]);
+    expect(readFileSync(path.join(store.location, 'proposals', `${ID}.json`), 'utf8')).toBe(version);
+    expect((await all(store.audit({ id: ID }))).map((row) => row.event)).toEqual(['create']);
+  });
+});
+
 describe('file store: a commit lands whole, whatever point a crash hits', () => {
   const ledger = `ledger: [{ ledger: 'passed', row: { id: ${JSON.stringify(ID)}, reason: null } }], entries: [{ op: 'put', collection: 'approved', id: ${JSON.stringify(ID)}, entry: { id: ${JSON.stringify(ID)} } }]`;
 
