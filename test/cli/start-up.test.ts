@@ -15,7 +15,8 @@ import { BIN, proposalInput, ROOT, tempDir } from '../helpers.js';
 /**
  * What a process loads, appended to `log`: each file an ES module hook sees (hooks run off the
  * main thread), and at exit every CommonJS module required (ajv's fallback, the prebuilt
- * validators' helpers). Returns the node options that install both.
+ * validators' helpers) and every Node built-in (`builtin:` lines). Returns the node options that
+ * install both.
  */
 function loadRecorder(dir: string, log: string): string[] {
   writeFileSync(
@@ -27,9 +28,17 @@ function loadRecorder(dir: string, log: string): string[] {
   const required = path.join(dir, 'required.cjs');
   writeFileSync(
     required,
-    `process.on('exit', () => require('node:fs').appendFileSync(${JSON.stringify(log)}, Object.keys(require.cache).map((file) => 'cjs:' + file + '\\n').join('')));\n`,
+    `process.on('exit', () => require('node:fs').appendFileSync(${JSON.stringify(log)}, [...Object.keys(require.cache).map((file) => 'cjs:' + file), ...process.moduleLoadList.map((name) => 'builtin:' + name)].map((line) => line + '\\n').join('')));\n`,
   );
   return ['--import', register, '--require', required];
+}
+
+/** The source of every file of the bundle (dist/) the log says was loaded. */
+function bundledSource(loaded: string[]): string {
+  return loaded
+    .filter((url) => url.startsWith('file:') && url.includes('/dist/'))
+    .map((url) => readFileSync(fileURLToPath(url), 'utf8'))
+    .join('\n');
 }
 
 /** Whether the command loaded the YAML parser and ajv's compiler: from the bundle (esbuild marks each bundled file with its path) or from node_modules. */
@@ -40,10 +49,7 @@ function run(args: string[], env: NodeJS.ProcessEnv, dir: string, input = ''): {
   if (result.status !== 0) throw new Error(`pipeline ${args.join(' ')}: exit ${result.status}: ${result.stderr}`);
   const loaded = readFileSync(log, 'utf8').split('\n');
   const required = loaded.filter((line) => line.startsWith('cjs:'));
-  const bundled = loaded
-    .filter((url) => url.startsWith('file:') && url.includes('/dist/'))
-    .map((url) => readFileSync(fileURLToPath(url), 'utf8'))
-    .join('\n');
+  const bundled = bundledSource(loaded);
   const holds = (file: string) =>
     new RegExp(`^// .*node_modules/${file}`, 'm').test(bundled) || required.some((line) => line.includes(`/node_modules/${file}`));
   return { yaml: holds('yaml/'), ajv: holds('ajv/dist/core.js'), stdout: result.stdout };
@@ -76,22 +82,13 @@ describe('start-up on a PostgreSQL store', () => {
     const dir = tempDir('start-up-pg-');
     const log = path.join(dir, 'loaded.log');
     writeFileSync(log, '');
-    const builtins = path.join(dir, 'builtins.cjs');
-    writeFileSync(
-      builtins,
-      `process.on('exit', () => require('node:fs').appendFileSync(${JSON.stringify(log)}, process.moduleLoadList.map((name) => 'builtin:' + name + '\\n').join('')));\n`,
-    );
     const env = { ...process.env, PIPELINE_CONFIG_CACHE: path.join(dir, 'cache') };
     // Nothing listens on port 1: the command loads pg, fails to connect and says so.
     const args = ['--dir', ROOT, '--store', 'postgres://127.0.0.1:1/none', 'status'];
-    const result = spawnSync(process.execPath, [...loadRecorder(dir, log), '--require', builtins, BIN, ...args], { env, encoding: 'utf8' });
+    const result = spawnSync(process.execPath, [...loadRecorder(dir, log), BIN, ...args], { env, encoding: 'utf8' });
     expect([result.status, result.stderr]).toEqual([1, expect.stringContaining('connection refused')]);
     const loaded = readFileSync(log, 'utf8').split('\n');
-    const bundled = loaded
-      .filter((url) => url.startsWith('file:') && url.includes('/dist/'))
-      .map((url) => readFileSync(fileURLToPath(url), 'utf8'))
-      .join('\n');
-    expect(bundled).toMatch(/^\/\/ .*node_modules\/pg\/lib\/stream\.js/m);
+    expect(bundledSource(loaded)).toMatch(/^\/\/ .*node_modules\/pg\/lib\/stream\.js/m);
     expect(loaded.filter((line) => line.startsWith('builtin:')).length).toBeGreaterThan(10);
     expect(loaded.filter((line) => line.includes('undici'))).toEqual([]);
   });

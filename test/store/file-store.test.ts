@@ -55,6 +55,17 @@ async function all<T>(items: AsyncIterable<T>): Promise<T[]> {
 
 const lines = (file: string) => readFileSync(file, 'utf8').split('\n');
 
+/** Run `body` with Date standing still at `ms` (however long the work takes), until it moves it on. */
+async function withClockAt(ms: number, body: () => Promise<void>): Promise<void> {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  try {
+    vi.setSystemTime(ms);
+    await body();
+  } finally {
+    vi.useRealTimers();
+  }
+}
+
 describe('file store: files', () => {
   it('writes pretty-printed JSON with a trailing newline and leaves no temp file', async () => {
     const store = make();
@@ -137,20 +148,16 @@ describe('file store: files', () => {
     await seed(store);
     const file = path.join(store.location, 'proposals', `${ID}.json`);
     // A file system with one-second mtimes: the file's mtime is this second, exactly. The clock
-    // stands still half a second later, however long the scans take.
+    // stands still half a second later.
     const second = Math.floor(Date.now() / 1000);
-    vi.useFakeTimers({ toFake: ['Date'] });
-    try {
-      vi.setSystemTime(second * 1000 + 500);
+    await withClockAt(second * 1000 + 500, async () => {
       utimesSync(file, second, second);
       expect((await store.counts(['pending', 'decline'])).counts).toEqual({ pending: 1, decline: 0 });
       // Within that second the file is written again: the same size, inode and mtime, another status.
       writeFileSync(file, readFileSync(file, 'utf8').replace('"pending"', '"decline"'));
       utimesSync(file, second, second);
       expect((await store.counts(['pending', 'decline'])).counts).toEqual({ pending: 0, decline: 1 });
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 
   it('trusts an index entry once it has settled, and reads a fresh one until it does', async () => {
@@ -162,20 +169,15 @@ describe('file store: files', () => {
       await store.counts(['pending']);
       return scanReads.count - before;
     };
-    // The clock stands still (however long the scans take) until it is moved on.
     const now = Math.floor(Date.now() / 1000);
-    vi.useFakeTimers({ toFake: ['Date'] });
-    try {
-      vi.setSystemTime(now * 1000 + 500);
+    await withClockAt(now * 1000 + 500, async () => {
       utimesSync(file, now - 60, now - 60);
       expect([await scans(), await scans()]).toEqual([1, 0]); // written a minute ago: read once
       utimesSync(file, now, now);
       expect([await scans(), await scans()]).toEqual([1, 1]); // fresh: read each time
       vi.setSystemTime(now * 1000 + 5000);
       expect([await scans(), await scans()]).toEqual([1, 0]); // settled: recorded again, then trusted
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 
   it('takes no cache whose header is not exactly its own', async () => {
