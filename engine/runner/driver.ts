@@ -9,7 +9,7 @@
  * Work comes in two phases: the first (e.g. waiting for a jury) holds one of the `concurrency`
  * slots; the second (the commit) runs after the slot is handed on, so slow local writes never
  * keep a model call from starting — nor the claim that feeds the slots: a unit past its slot does
- * not count against the claim window (up to a bound). The lease is held across both phases and
+ * not count against the claim window (up to the store's commit depth). The lease is held across both phases and
  * renewed while they run. The second phase, and the next claim, wait for the next turn of the event
  * loop: the unit that took the slot sends its requests first.
  */
@@ -157,7 +157,11 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
   const progress = total ? options.progress(stage.name, total) : silentProgress;
   const concurrency = Math.max(1, options.concurrency);
   const slots = pLimit(concurrency);
-  const finishing = pLimit(concurrency);
+  // Commits are local writes, not model calls: as many run at once as the store puts to use, up to
+  // 4 × concurrency — when the jury's own work keeps the event loop busy (offline judges on long
+  // text), commits lag behind it, and the lag stays a few slots' worth, not a whole store's depth.
+  const depth = Math.max(concurrency, Math.min(engine.store.commitDepth ?? concurrency, 4 * concurrency));
+  const finishing = pLimit(depth);
   const active = new Map<string, Lease>();
   const seen = new Set<string>();
   const byKey = new Map<string, T>();
@@ -228,10 +232,11 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
     for (;;) {
       if (aborted() || limitReached()) break;
       // The window: 2 × concurrency units in a slot or waiting for one. Units past their slot do not
-      // count, up to another concurrency of them — commits waiting for a busy event loop must not
-      // leave slots idle (at C = 32 they did a fifth of the time), nor let a run claim without bound
-      // (with 2 × more, four PostgreSQL workers with instant judges claimed more and did less).
-      const window = Math.min(concurrency * 2 - (running.size - pastSlot), concurrency * 3 - running.size);
+      // count, up to the store's commit depth of them — commits waiting for a busy event loop or a
+      // sync must not leave slots idle (at C = 32 they did a fifth of the time), nor let a run claim
+      // without bound (with 2 × concurrency more, four PostgreSQL workers with instant judges,
+      // whose store commits on two connections, claimed more and did less).
+      const window = Math.min(concurrency * 2 - (running.size - pastSlot), concurrency * 2 + depth - running.size);
       const left = options.limit === undefined ? Infinity : options.limit - claimed;
       const room = Math.min(window, left);
       // Claims go in batches: the next waits until half the window is free (the other half keeps

@@ -146,6 +146,13 @@ export interface Store {
   /** Where it lives, for messages (a path, or a URL without credentials). */
   readonly location: string;
   readonly cache: AnswerCache;
+  /**
+   * How many commits in flight at once the store puts to use — a store whose concurrent commits
+   * share their syncs (group commit) does more per sync the more it is given. A batch run lets up
+   * to this many units wait for or make their commit past their slot (at least its concurrency,
+   * which is the default).
+   */
+  readonly commitDepth?: number;
   /** Has anything ever been written here? (Read-only commands say so when not.) */
   exists(): Promise<boolean>;
 

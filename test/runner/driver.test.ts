@@ -6,9 +6,11 @@
  * summary is what the selection counted; with work, it claims it.
  *
  * The claim window: up to 2 × concurrency units in a slot or waiting for one. Units past their slot
- * — their commit still waiting for the event loop — do not hold back the next claim, up to another
- * concurrency of them: slow commits never leave the slots idle, and a run never holds more than
- * 3 × concurrency units at once.
+ * — their commit running or waiting — do not hold back the next claim, up to the store's commit
+ * depth of them (its concurrency when the store names none; at most 4 × concurrency), and that many
+ * commits run at once: slow commits never leave the slots idle, a store that shares its syncs among
+ * concurrent commits (the file store) gets enough of them to share, and a run never holds more than
+ * 2 × concurrency + the commit depth units at once.
  *
  * The commit phase: a unit's commit starts only after the unit that took its slot has sent its
  * requests (node:http writes them on process.nextTick) — at C = 1 and L = 100 ms that took
@@ -56,37 +58,67 @@ describe('a run with nothing selected', () => {
 });
 
 describe('the claim window', () => {
-  it('keeps taking work while commits wait, up to 3 × concurrency units held', async () => {
+  /**
+   * A run at concurrency 2 over 30 records whose work hands its slot on at once and whose commits
+   * wait for a gate: how many units it takes, and how many commits run at once, before the gate opens.
+   */
+  async function heldWhileCommitsWait(commitDepth: number | undefined) {
     const t = await testEngine();
+    // The store's own figure, replaced for this run (the driver reads it when the run starts).
+    Object.defineProperty(t.store, 'commitDepth', { value: commitDepth, configurable: true });
     const stage = t.pipeline.stages.find((each) => each.kind === 'judge')!;
     const concurrency = 2;
-    const items = Array.from({ length: 20 }, (_, i) => `record-${String(i).padStart(2, '0')}`);
+    const items = Array.from({ length: 30 }, (_, i) => `record-${String(i).padStart(2, '0')}`);
     let open!: () => void;
-    const commits = new Promise<void>((resolve) => (open = resolve));
+    const gate = new Promise<void>((resolve) => (open = resolve));
     let started = 0;
-    let held = 0;
-    let mostHeld = 0;
+    let committing = 0;
+    let mostCommitting = 0;
     const kind = recordsKind(items, async () => {
       started++;
-      held++;
-      mostHeld = Math.max(mostHeld, held);
       // The slot is handed on at once; the commit waits.
       return {
         finish: async () => {
-          await commits;
-          held--;
+          committing++;
+          mostCommitting = Math.max(mostCommitting, committing);
+          await gate;
+          committing--;
           return { outcome: 'done' };
         },
       };
     });
     const run = runBatch(t.engine, stage, kind, quietRun({ concurrency }));
-    await vi.waitFor(() => expect(started).toBe(3 * concurrency));
+    const held = 2 * concurrency + Math.max(concurrency, Math.min(commitDepth ?? concurrency, 4 * concurrency));
+    await vi.waitFor(() => expect(started).toBe(held));
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(started).toBe(3 * concurrency);
+    const before = { started, committing };
     open();
     const summary = await run;
     expect(summary.counts['done']).toBe(items.length);
-    expect(mostHeld).toBe(3 * concurrency);
+    return { concurrency, before, mostCommitting };
+  }
+
+  it('keeps taking work while commits wait, up to 2 × concurrency + the store’s commit depth units held', async () => {
+    const { before, mostCommitting } = await heldWhileCommitsWait(7);
+    expect(before).toEqual({ started: 2 * 2 + 7, committing: 7 });
+    expect(mostCommitting).toBe(7);
+  });
+
+  it('lets no more than 4 × concurrency commits lag behind the slots, whatever the store’s depth', async () => {
+    const { concurrency, before, mostCommitting } = await heldWhileCommitsWait(64);
+    expect(before).toEqual({ started: 6 * concurrency, committing: 4 * concurrency });
+    expect(mostCommitting).toBe(4 * concurrency);
+  });
+
+  it('holds 3 × concurrency units, and runs as many commits as its concurrency, for a store that names no commit depth', async () => {
+    const { concurrency, before, mostCommitting } = await heldWhileCommitsWait(undefined);
+    expect(before).toEqual({ started: 3 * concurrency, committing: concurrency });
+    expect(mostCommitting).toBe(concurrency);
+  });
+
+  it('gives the file store more commits at once than a run’s default concurrency (they share their syncs)', async () => {
+    const t = await testEngine();
+    expect(t.store.commitDepth).toBeGreaterThan(8); // SPEC §7: --concurrency defaults to 8
   });
 });
 
