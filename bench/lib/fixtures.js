@@ -143,7 +143,20 @@ export function writeStore(dir, total, confirmed, visibility = visibilityOf) {
     }
   }
   for (const [name, rows] of Object.entries(logs)) if (rows.length) writeFileSync(path.join(dir, `${name}.jsonl`), `${rows.join('\n')}\n`);
+  atRest();
   return { counts, samples };
+}
+
+/**
+ * Wait until the files just written are older than the store's racy window (RACY_MS in
+ * engine/store/proposal-index.ts, 2 s): the store reads a file modified within 2 s of the scan
+ * that recorded it again on every use, as it must (an edit in the same timestamp tick would
+ * otherwise go unseen). A user's store of confirmed proposals was confirmed well before the run
+ * that judges them; a fixture measured the moment it is written made every scan of the measured
+ * command read each of its files again (2 reads more per proposal in `run judge --yes`).
+ */
+function atRest(ms = 2100) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 /**
@@ -176,5 +189,6 @@ export function writePoolStore(dir, total) {
     if (samples.length < 20 && (i % 10 === 5 || total < 100)) samples.push(id);
   }
   writeFileSync(path.join(dir, 'events.jsonl'), `${events.join('\n')}\n`);
+  atRest();
   return { samples };
 }
