@@ -104,6 +104,12 @@ describe('the claim window', () => {
     expect(mostCommitting).toBe(7);
   });
 
+  it('runs at least as many commits at once as the run’s concurrency, even for a store that names fewer', async () => {
+    const { concurrency, before, mostCommitting } = await heldWhileCommitsWait(1);
+    expect(before).toEqual({ started: 3 * concurrency, committing: concurrency });
+    expect(mostCommitting).toBe(concurrency);
+  });
+
   it('lets no more than 4 × concurrency commits lag behind the slots, whatever the store’s depth', async () => {
     const { concurrency, before, mostCommitting } = await heldWhileCommitsWait(64);
     expect(before).toEqual({ started: 6 * concurrency, committing: 4 * concurrency });

@@ -26,7 +26,8 @@ const rowsOf = (storeDir: string, id: string) => auditById(storeDir).get(id) ?? 
 describe('crash points of a verdict and its promotion (one commit)', () => {
   for (const step of ['journaled', 'document', 'ledger']) {
     it(`a run killed after the ${step} step of a commit leaves it to the next run, which finishes it once`, async () => {
-      const t = await judgedStore();
+      // More proposals than the commits a run at concurrency 1 may have in flight (4), so the bound below can fail.
+      const t = await judgedStore(8);
       const killed = await run(['run', 'judge', '--yes', '--concurrency', '1'], { ...t.env, PIPELINE_FAILPOINT: step });
       expect(killed.signal).toBe('SIGKILL');
       const next = await run(['run', 'judge', '--yes', '--json'], t.env);

@@ -36,10 +36,10 @@ describe('Ctrl-C during heavy offline judging', () => {
     expect(stopped.stderr).not.toMatch(/internal error|at .*\.js:\d+/);
     const first = judged();
     // It stopped: what it finished after the signal is at most the units in hand then — the driver
-    // holds up to 2 × concurrency in a slot or waiting for one (a signal drops those waiting) and,
-    // past their slot, committing, up to the store's commit depth (the file store's: 4 ×
-    // concurrency) — and what committed while the signal was on its way: never the rest of the queue.
-    const inHand = CONCURRENCY + 4 * CONCURRENCY; // in a slot, and past it
+    // holds up to 2 × concurrency + its commit depth (the file store's, capped: 4 × concurrency),
+    // of which those still waiting for a slot are dropped — and what committed while the signal was
+    // on its way: never the rest of the queue.
+    const inHand = 2 * CONCURRENCY + 4 * CONCURRENCY;
     expect(first - atSignal).toBeLessThanOrEqual(inHand + CONCURRENCY); // and a slot's worth landing while the signal travelled
     expect(first).toBeLessThan(COUNT);
     for (const proposal of readProposals(t.storeDir).values()) expect(['confirmed', 'approved', 'rejected']).toContain(proposal['status']);
