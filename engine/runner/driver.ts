@@ -9,9 +9,9 @@
  * Work comes in two phases: the first (e.g. waiting for a jury) holds one of the `concurrency`
  * slots; the second (the commit) runs after the slot is handed on, so slow local writes never
  * keep a model call from starting — nor the claim that feeds the slots: a unit past its slot does
- * not count against the claim window (up to the store's commit depth). The lease is held across both phases and
- * renewed while they run. The second phase, and the next claim, wait for the next turn of the event
- * loop: the unit that took the slot sends its requests first.
+ * not count against the claim window (up to the store's commit depth). The lease is held across
+ * both phases and renewed while they run. The second phase, and the next claim, wait for the next
+ * turn of the event loop: the unit that took the slot sends its requests first.
  */
 import pLimit from 'p-limit';
 import { EXIT, PipelineError } from '../errors.js';

@@ -150,7 +150,7 @@ export interface Store {
    * How many commits in flight at once the store puts to use — a store whose concurrent commits
    * share their syncs (group commit) does more per sync the more it is given. A batch run lets up
    * to this many units wait for or make their commit past their slot (at least its concurrency,
-   * which is the default).
+   * which is the default, and at most 4 × it).
    */
   readonly commitDepth?: number;
   /** Has anything ever been written here? (Read-only commands say so when not.) */
