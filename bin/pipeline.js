@@ -6,8 +6,8 @@ process.env.UV_THREADPOOL_SIZE ??= '16';
 // optimizes a function after little use, and a run of a few thousand proposals spent a third of
 // its CPU compiling code it then barely used. A larger budget before tiering up keeps the warm-up
 // cheap and still optimizes what stays hot (docs/performance.md, 2026-12-04 evening). A budget
-// given on the command line (`node --interrupt-budget=N`) is left as it is.
-if (!process.execArgv.some((arg) => arg.startsWith('--interrupt-budget'))) {
+// given on the command line (`node --interrupt-budget=N bin/pipeline.js …`) is left as it is.
+if (!process.execArgv.some((arg) => arg.replaceAll('_', '-').startsWith('--interrupt-budget'))) {
   const { setFlagsFromString } = await import('node:v8');
   setFlagsFromString('--interrupt-budget=500000');
 }
