@@ -172,7 +172,11 @@ export class PostgresStore implements Store {
    * prepared statements generically — the commit statement is the same every time, and planning
    * its CTEs anew for each commit was a third of the server's CPU — while everything else keeps
    * per-value plans (a listing of a rare status must use the status index; a generic plan, which
-   * cannot know the value is rare, scanned a million rows in id order instead).
+   * cannot know the value is rare, scanned a million rows in id order instead). The commit's
+   * generic plan is made on a session's first commit, and every table it reads is read by key: with
+   * sequential scans off it uses those keys' indexes even when it is planned against a lease table
+   * and a ledger that statistics call empty (a store just copied in, or just analyzed) — else every
+   * later commit of the session scanned the whole ledger for its `once` rows.
    */
   private pools: Promise<{ other: Pool; commit: Pool }> | undefined;
   private connect(purpose: 'other' | 'commit' = 'other'): Promise<Pool> {
@@ -190,7 +194,7 @@ export class PostgresStore implements Store {
         pool.on('error', () => undefined); // an idle client's lost connection is replaced on next use
         return pool;
       };
-      return { other: make(4, ''), commit: make(2, ' -c plan_cache_mode=force_generic_plan') };
+      return { other: make(4, ''), commit: make(2, ' -c plan_cache_mode=force_generic_plan -c enable_seqscan=off') };
     });
     return this.pools.then((pools) => pools[purpose]);
   }

@@ -235,6 +235,61 @@ describe.skipIf(!PG_URL)('PostgreSQL store claims at any queue length (SPEC §11
     for (const scan of scans) expect(scan['Actual Rows'] * scan['Actual Loops']).toBeLessThanOrEqual(20);
   }, 30_000);
 
+  it('finds a commit’s lease and its `once` ledger rows by index however empty the tables were when the commit was planned', async () => {
+    // A commit's plan is made once per connection (a generic plan), on its first use — in a store
+    // just copied in (`store copy` takes statistics at once) or just analyzed by autovacuum, while
+    // the leases and the ledger are empty and a scan of them looks cheapest. That plan then scanned
+    // the whole ledger for every `once` row as it grew (2,000 commits read 80,000 ledger rows), and
+    // every lease, until new statistics replaced it.
+    const url = freshSchemaUrl('commit_plan');
+    const schema = schemaOf(url);
+    const store = new PostgresStore(parsePostgresUrl(url), LAYOUT);
+    const next = monotonicFactory();
+    const ids = Array.from({ length: 40 }, () => next());
+    const versions = new Map<string, string>();
+    for (const [i, id] of ids.entries()) {
+      const created = await store.create({ proposal: { id, status: 'confirmed' }, key: `plan-${i}`, audit: { ...createAudit, id, to: 'confirmed' } });
+      if (!created.ok) throw new Error(`create ${id}: ${JSON.stringify(created)}`);
+      versions.set(id, created.version);
+    }
+    await sql((run) => run(`ANALYZE "${schema}".leases, "${schema}".ledger_rows`));
+    const { leases } = await store.claim('judge', { keys: ids }, ids.length, 60_000);
+    expect(leases).toHaveLength(ids.length);
+    for (const lease of leases) {
+      const id = lease.key;
+      const committed = await store.commit({
+        id,
+        version: versions.get(id)!,
+        next: { id, status: 'rejected' },
+        lease,
+        audit: [{ ...createAudit, id, event: 'reject', from: 'confirmed', to: 'rejected' }],
+        ledger: [{ ledger: 'declined', row: { id }, once: 'id' }],
+      });
+      expect(committed.ok).toBe(true);
+    }
+    // Its sessions end, and each reports its counts as it exits.
+    await store.close();
+    const counts = async () =>
+      Object.fromEntries(
+        (
+          await sql((run) =>
+            run(`SELECT relname, seq_scan, seq_tup_read, idx_scan FROM pg_stat_user_tables WHERE schemaname = $1 AND relname IN ('leases', 'ledger_rows')`, [
+              schema,
+            ]),
+          )
+        ).map((row) => [row['relname'], { seq_scan: Number(row['seq_scan']), seq_tup_read: Number(row['seq_tup_read']), idx_scan: Number(row['idx_scan']) }]),
+      );
+    let seen = await counts();
+    for (let i = 0; i < 100 && (seen['ledger_rows']?.idx_scan ?? 0) < ids.length; i++) {
+      await sleep(100);
+      seen = await counts();
+    }
+    // One index lookup of the ledger per commit, and no row of it read by a scan.
+    expect(seen['ledger_rows']).toMatchObject({ idx_scan: ids.length, seq_tup_read: 0 });
+    // The lease is locked and removed by its key, not found by scanning every lease (twice a commit).
+    expect(seen['leases']!.seq_scan).toBeLessThan(ids.length);
+  }, 30_000);
+
   it('lands a copy whose statistics cannot be taken: the ANALYZE after it is best effort', async () => {
     const url = freshSchemaUrl('analyze');
     const store = open(url);
