@@ -238,12 +238,12 @@ describe.skipIf(!PG_URL)('PostgreSQL store claims at any queue length (SPEC §11
   it('finds a commit’s lease and its `once` ledger rows by index however empty the tables were when the commit was planned', async () => {
     // A commit's plan is made once per connection (a generic plan), on its first use — in a store
     // just copied in (`store copy` takes statistics at once) or just analyzed by autovacuum, while
-    // the leases and the ledger are empty and a scan of them looks cheapest. That plan then scanned
+    // the leases and the ledger are empty (or small) and a scan of them looks cheapest. That plan then scanned
     // the whole ledger for every `once` row as it grew (2,000 commits read 80,000 ledger rows), and
     // every lease, until new statistics replaced it.
     const url = freshSchemaUrl('commit_plan');
     const schema = schemaOf(url);
-    const store = new PostgresStore(parsePostgresUrl(url), LAYOUT);
+    const store = open(url);
     const next = monotonicFactory();
     const ids = Array.from({ length: 40 }, () => next());
     const versions = new Map<string, string>();
@@ -286,8 +286,9 @@ describe.skipIf(!PG_URL)('PostgreSQL store claims at any queue length (SPEC §11
     }
     // One index lookup of the ledger per commit, and no row of it read by a scan.
     expect(seen['ledger_rows']).toMatchObject({ idx_scan: ids.length, seq_tup_read: 0 });
-    // The lease is locked and removed by its key, not found by scanning every lease (twice a commit).
-    expect(seen['leases']!.seq_scan).toBeLessThan(ids.length);
+    // The lease is locked and removed by its key, not found by scanning every lease (twice a
+    // commit: 81 scans for these 40 commits; what is left is one outside the commits).
+    expect(seen['leases']!.seq_scan).toBeLessThanOrEqual(2);
   }, 30_000);
 
   it('lands a copy whose statistics cannot be taken: the ANALYZE after it is best effort', async () => {
