@@ -238,9 +238,9 @@ describe.skipIf(!PG_URL)('PostgreSQL store claims at any queue length (SPEC §11
   it('finds a commit’s lease and its `once` ledger rows by index however empty the tables were when the commit was planned', async () => {
     // A commit's plan is made once per connection (a generic plan), on its first use — in a store
     // just copied in (`store copy` takes statistics at once) or just analyzed by autovacuum, while
-    // the leases and the ledger are empty (or small) and a scan of them looks cheapest. That plan then scanned
-    // the whole ledger for every `once` row as it grew (2,000 commits read 80,000 ledger rows), and
-    // every lease, until new statistics replaced it.
+    // the leases and the ledger are empty (or small) and a scan of them looks cheapest. That plan
+    // then scanned the whole ledger for every `once` row as it grew (2,000 commits read 80,000
+    // ledger rows), and every lease, until new statistics replaced it.
     const url = freshSchemaUrl('commit_plan');
     const schema = schemaOf(url);
     const store = open(url);
