@@ -22,6 +22,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { parseDocument } from 'yaml';
 import { monotonicFactory } from 'ulid';
+import { median } from '../lib/cli.js';
 import { benchEnv, BIN, ROOT, scratch } from '../lib/engine.js';
 import { proposalIn, writeStore } from '../lib/fixtures.js';
 
@@ -160,7 +161,7 @@ function timed(args, env, runs = 3) {
     times.push(performance.now() - start);
     if (result.status !== 0) throw new Error(`pipeline ${args.join(' ')}: exit ${result.status}: ${result.stderr}`);
   }
-  return times.sort((a, b) => a - b)[Math.floor(times.length / 2)];
+  return median(times);
 }
 
 const server = await startServer();
@@ -188,7 +189,7 @@ try {
     }
     for (const [index, { store, workers }] of configurations.entries()) {
       const runs = walls[index];
-      const wallMs = [...runs].sort((a, b) => a - b)[Math.floor(runs.length / 2)];
+      const wallMs = median(runs);
       result.throughput.push({
         store,
         workers,
