@@ -56,11 +56,19 @@ export function openRegularSized(file: string, flags: number, mode = 0o644): { f
   return { fd, size: stat.size, inode: `${stat.dev}:${stat.ino}` };
 }
 
-/** Read all of an open file. */
-function readAllFd(fd: number, size: number): Buffer {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  const chunk = Math.max(size + 1, 4096);
+/**
+ * Where a small file is read: one read, decoded to a string at once, so reading a file does not
+ * allocate a buffer for it (a fresh ArrayBuffer per file was a fifth of what a listing of 1,000
+ * proposals spent reading them). Synchronous use only: nothing else runs between the read and the
+ * decoding.
+ */
+const SCRATCH = Buffer.allocUnsafe(64 * 1024);
+
+/** Read all of an open file, `first` being what was already read of it. */
+function readAllFd(fd: number, size: number, first?: Buffer): Buffer {
+  const chunks: Buffer[] = first ? [first] : [];
+  let total = first?.length ?? 0;
+  const chunk = Math.max(size + 1 - total, 4096);
   for (;;) {
     const buffer = Buffer.allocUnsafe(chunk);
     const read = readSync(fd, buffer, 0, chunk, null);
@@ -88,7 +96,11 @@ export function readRegular(file: string): string | undefined {
   const opened = openToRead(file);
   if (!opened) return undefined;
   try {
-    return readAllFd(opened.fd, opened.size).toString('utf8');
+    if (opened.size >= SCRATCH.length) return readAllFd(opened.fd, opened.size).toString('utf8');
+    const read = readSync(opened.fd, SCRATCH, 0, SCRATCH.length, null);
+    // A regular file reads short only at its end; one that grew since the fstat is read on.
+    if (read < SCRATCH.length) return SCRATCH.toString('utf8', 0, read);
+    return readAllFd(opened.fd, opened.size, Buffer.from(SCRATCH)).toString('utf8');
   } finally {
     closeSync(opened.fd);
   }

@@ -1,0 +1,53 @@
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readRegular } from '../../engine/store/files.js';
+import { NotRegularFile } from '../../engine/util/atomic-write.js';
+
+describe('readRegular', () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+  const scratch = () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'pipeline-files-'));
+    dirs.push(dir);
+    return dir;
+  };
+
+  it('reads every size whole, around the 64 KiB where small files stop sharing one buffer', () => {
+    const dir = scratch();
+    const file = path.join(dir, 'f.json');
+    // A two-byte character, across the 64 KiB boundary when the file is longer: a split would show as U+FFFD.
+    for (const size of [0, 1, 4095, 4096, 4097, 65_534, 65_535, 65_536, 65_537, 65_538, 131_073, 300_001]) {
+      const before = size > 65_537 ? 65_535 : Math.floor(size / 2) - 1;
+      const text = size < 2 ? 'x'.repeat(size) : `${'a'.repeat(before)}é${'b'.repeat(size - before - 2)}`;
+      writeFileSync(file, text);
+      expect(Buffer.byteLength(text)).toBe(size);
+      const read = readRegular(file);
+      expect(read?.length).toBe(text.length);
+      expect(read === text).toBe(true);
+    }
+  });
+
+  it('never hands out what an earlier, longer file left behind', () => {
+    const dir = scratch();
+    const long = path.join(dir, 'long.json');
+    const short = path.join(dir, 'short.json');
+    writeFileSync(long, `{"claim": "${'z'.repeat(5000)}"}`);
+    writeFileSync(short, '{}');
+    expect(readRegular(long)).toHaveLength(5013);
+    expect(readRegular(short)).toBe('{}');
+    writeFileSync(short, '');
+    expect(readRegular(short)).toBe('');
+  });
+
+  it('says undefined for a missing file and refuses a link', () => {
+    const dir = scratch();
+    expect(readRegular(path.join(dir, 'none.json'))).toBeUndefined();
+    writeFileSync(path.join(dir, 'target.json'), '{}');
+    symlinkSync(path.join(dir, 'target.json'), path.join(dir, 'link.json'));
+    expect(() => readRegular(path.join(dir, 'link.json'))).toThrow(NotRegularFile);
+  });
+});
