@@ -75,7 +75,7 @@ function readAllFd(fd: number, size: number, first?: Buffer): Buffer {
     if (read === 0) break;
     chunks.push(buffer.subarray(0, read));
     total += read;
-    // A regular file reads short only at its end: no second read to learn that it is over.
+    // A regular file on a local file system reads short only at its end: no second read to learn that it is over.
     if (read < chunk) break;
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
@@ -96,14 +96,20 @@ export function readRegular(file: string): string | undefined {
   const opened = openToRead(file);
   if (!opened) return undefined;
   try {
-    if (opened.size >= SCRATCH.length) return readAllFd(opened.fd, opened.size).toString('utf8');
-    const read = readSync(opened.fd, SCRATCH, 0, SCRATCH.length, null);
-    // A regular file reads short only at its end; one that grew since the fstat is read on.
-    if (read < SCRATCH.length) return SCRATCH.toString('utf8', 0, read);
-    return readAllFd(opened.fd, opened.size, Buffer.from(SCRATCH)).toString('utf8');
+    return readOpened(opened.fd, opened.size);
   } finally {
     closeSync(opened.fd);
   }
+}
+
+/** The text of an open regular file whose fstat said `size` (it may have grown or shrunk since). */
+export function readOpened(fd: number, size: number): string {
+  if (size >= SCRATCH.length) return readAllFd(fd, size).toString('utf8');
+  const read = readSync(fd, SCRATCH, 0, SCRATCH.length, null);
+  // A regular file on a local file system reads short only at its end; one that grew past the
+  // scratch since the fstat is read on.
+  if (read < SCRATCH.length) return SCRATCH.toString('utf8', 0, read);
+  return readAllFd(fd, size, Buffer.from(SCRATCH)).toString('utf8');
 }
 
 /** `readRegular`, refusing (RangeError) a file over `maxBytes`; never reads more than that. */

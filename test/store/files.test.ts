@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readRegular } from '../../engine/store/files.js';
+import { readOpened, readRegular } from '../../engine/store/files.js';
 import { NotRegularFile } from '../../engine/util/atomic-write.js';
 
 describe('readRegular', () => {
@@ -19,7 +19,7 @@ describe('readRegular', () => {
   it('reads every size whole, around the 64 KiB where small files stop sharing one buffer', () => {
     const dir = scratch();
     const file = path.join(dir, 'f.json');
-    // A two-byte character, across the 64 KiB boundary when the file is longer: a split would show as U+FFFD.
+    // A two-byte character in each (across the 64 KiB boundary when the file is longer).
     for (const size of [0, 1, 4095, 4096, 4097, 65_534, 65_535, 65_536, 65_537, 65_538, 131_073, 300_001]) {
       const before = size > 65_537 ? 65_535 : Math.floor(size / 2) - 1;
       const text = size < 2 ? 'x'.repeat(size) : `${'a'.repeat(before)}é${'b'.repeat(size - before - 2)}`;
@@ -28,6 +28,36 @@ describe('readRegular', () => {
       const read = readRegular(file);
       expect(read?.length).toBe(text.length);
       expect(read === text).toBe(true);
+    }
+  });
+
+  it('reads a file whole that grew or shrank since its fstat, whatever its size was', () => {
+    const dir = scratch();
+    const file = path.join(dir, 'f.json');
+    // [the size the fstat saw, the size read]: grown within the scratch buffer, past it (a
+    // two-byte character across its end, where a read split in two would show as U+FFFD), far
+    // past it, and shrunk after a longer file.
+    const cases = [
+      [100, 200],
+      [65_535, 65_540],
+      [100, 65_536],
+      [100, 65_537],
+      [0, 70_000],
+      [10, 300_001],
+      [5_000, 10],
+    ] as const;
+    for (const [seen, size] of cases) {
+      const before = Math.min(65_535, size - 2);
+      const text = `${'a'.repeat(before)}é${'b'.repeat(size - before - 2)}`;
+      writeFileSync(file, text);
+      const fd = openSync(file, 'r');
+      try {
+        const read = readOpened(fd, seen);
+        expect([seen, size, read.length]).toEqual([seen, size, text.length]);
+        expect(read === text).toBe(true);
+      } finally {
+        closeSync(fd);
+      }
     }
   });
 
