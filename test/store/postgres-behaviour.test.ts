@@ -10,8 +10,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { monotonicFactory } from 'ulid';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parsePostgresUrl, PostgresStore, SCHEMA_VERSION } from '../../engine/store/postgres-store.js';
-import type { AuditRow, Dumped, Store } from '../../engine/store/types.js';
+import { groupedCommits, parsePostgresUrl, PostgresStore, SCHEMA_VERSION } from '../../engine/store/postgres-store.js';
+import type { AuditRow, Change, CommitResult, Dumped, Store } from '../../engine/store/types.js';
 import { runIn } from '../cli/memory-io.js';
 import { copyPipeline, proposalInput, SECRET_FILE } from '../helpers.js';
 import { start, storeEnv } from '../torture/harness.js';
@@ -327,6 +327,124 @@ describe.skipIf(!PG_URL)('PostgreSQL store claims at any queue length (SPEC §11
       }
     });
     for (const id of ids) expect((await store.read(id)).kind).toBe('found');
+  }, 30_000);
+});
+
+describe.skipIf(!PG_URL)('PostgreSQL store commits in groups (SPEC §11)', () => {
+  /** `count` confirmed proposals, leased; a change of each to rejected, with every kind of write. */
+  async function leasedProposals(store: Store, count: number, tag: string) {
+    const next = monotonicFactory();
+    const ids = Array.from({ length: count }, () => next());
+    for (const [i, id] of ids.entries()) {
+      expect(await store.create({ proposal: { id, status: 'confirmed' }, key: `${tag}-${i}`, audit: { ...createAudit, id } })).toEqual({
+        ok: true,
+        version: '1',
+      });
+    }
+    const { leases } = await store.claim('judge', { keys: ids }, ids.length, 60_000);
+    expect(leases).toHaveLength(ids.length);
+    const leaseOf = new Map(leases.map((lease) => [lease.key, lease]));
+    const change = (id: string): Change => {
+      const n = ids.indexOf(id);
+      return {
+        id,
+        version: '1',
+        next: { id, status: 'rejected', n, promoted_at: '2026-11-01T00:00:02Z' },
+        lease: leaseOf.get(id)!,
+        audit: [
+          { ...judgeAudit, id, event: 'reject', to: 'rejected', args: { n } },
+          { ...judgeAudit, id, event: 'promote', from: 'rejected', to: 'rejected', args: { n } },
+        ],
+        // The same `once` row twice: it is written once.
+        ledger: [
+          { ledger: 'declined', row: { id, n }, once: 'id' },
+          { ledger: 'declined', row: { id, n }, once: 'id' },
+        ],
+        entries: [{ op: 'put', collection: 'rejected', id, entry: { id, n } }],
+      };
+    };
+    return { ids, next, change };
+  }
+
+  /** What each commit of `changes` came to: its result, or 'error'. */
+  async function commitAll(store: Store, changes: Change[]): Promise<Record<string, CommitResult | 'error'>> {
+    const results = await Promise.allSettled(changes.map((one) => store.commit(one)));
+    return Object.fromEntries(changes.map((one, i) => [one.id, results[i]!.status === 'fulfilled' ? results[i]!.value : 'error']));
+  }
+
+  /** Each landed commit wrote its document, audit rows in order, one ledger row and its entry; the others wrote nothing. */
+  async function expectWritten(store: Store, ids: string[], landed: string[]) {
+    const declined: unknown[] = [];
+    for await (const row of store.ledger('declined')) declined.push(row);
+    // (Concurrent commits of different proposals append in no set order.)
+    expect(declined.sort((a, b) => (a as { n: number }).n - (b as { n: number }).n)).toEqual(landed.map((id) => ({ id, n: ids.indexOf(id) })));
+    for (const [n, id] of ids.entries()) {
+      const read = await store.read(id);
+      const events = (await auditOf(store, id)).map((row) => `${row.event}${row.args ? ` ${JSON.stringify(row.args)}` : ''}`);
+      if (landed.includes(id)) {
+        expect(read.kind === 'found' && [read.stored.version, read.stored.proposal['n']]).toEqual(['2', n]);
+        expect(events).toEqual(['create', `reject {"n":${n}}`, `promote {"n":${n}}`]);
+        expect(await store.readEntry('rejected', id)).toEqual({ id, n });
+      } else {
+        expect(read.kind === 'found' && [read.stored.version, read.stored.proposal['status']]).toEqual(['1', 'confirmed']);
+        expect(events).toEqual(['create']);
+        expect(await store.readEntry('rejected', id)).toBeUndefined();
+      }
+    }
+  }
+
+  it('sends the commits that wait for a connection together, each with its own outcome, as if sent one by one', async () => {
+    const url = freshSchemaUrl('group');
+    const store = open(url);
+    const { ids, next, change } = await leasedProposals(store, 16, 'group');
+    const missing = next();
+    const [stale, lost] = [ids[3]!, ids[10]!];
+    const changes: Change[] = [
+      ...ids.map((id) => {
+        if (id === stale) return { ...change(id), version: '7' }; // read at a version it is no longer at
+        if (id === lost) return { ...change(id), lease: { ...change(id).lease!, token: '999999' } }; // a lease not its own
+        return change(id);
+      }),
+      { ...change(missing), lease: undefined },
+    ];
+    const before = { ...groupedCommits };
+    // All at once: two go out at once, the rest wait for a connection and go out together.
+    const outcomes = await commitAll(store, changes);
+    expect(groupedCommits.statements - before.statements).toBeGreaterThan(0);
+    expect(groupedCommits.commits - before.commits).toBeGreaterThanOrEqual(changes.length - 2);
+    expect(groupedCommits.failed).toBe(before.failed);
+    expect(outcomes).toEqual({
+      ...Object.fromEntries(ids.map((id) => [id, { ok: true, version: '2' }])),
+      [stale]: { ok: false, reason: 'changed' },
+      [lost]: { ok: false, reason: 'lease' },
+      [missing]: { ok: false, reason: 'missing' },
+    });
+    const landed = ids.filter((id) => id !== stale && id !== lost);
+    await expectWritten(store, ids, landed);
+    // The landed commits ended their leases; the others keep theirs.
+    const held = await sql((run) => run(`SELECT key FROM "${schemaOf(url)}".leases ORDER BY key`));
+    expect(held.map((row) => row['key'])).toEqual([stale, lost]);
+    expect((await store.counts(['rejected', 'confirmed'])).counts).toEqual({ rejected: landed.length, confirmed: 2 });
+  }, 30_000);
+
+  it('commits the others of a group one by one when the database refuses the group: only the one it refuses fails', async () => {
+    const url = freshSchemaUrl('group_refused');
+    const store = open(url);
+    const { ids, change } = await leasedProposals(store, 12, 'refused');
+    const refused = ids[9]!;
+    const before = { ...groupedCommits };
+    // A version with a NUL byte: a text value the database refuses outright.
+    const outcomes = await commitAll(
+      store,
+      ids.map((id) => (id === refused ? { ...change(id), version: '1\u0000' } : change(id))),
+    );
+    expect(groupedCommits.failed - before.failed).toBeGreaterThan(0);
+    expect(outcomes).toEqual({ ...Object.fromEntries(ids.map((id) => [id, { ok: true, version: '2' }])), [refused]: 'error' });
+    await expectWritten(
+      store,
+      ids,
+      ids.filter((id) => id !== refused),
+    );
   }, 30_000);
 });
 
