@@ -15,6 +15,7 @@ const TORTURE = [
   'test/scripts/demo.test.ts',
   'test/backends/**/*.test.ts',
   'test/store/postgres-behaviour.test.ts',
+  'test/store/postgres-group-faults.test.ts',
 ];
 
 export default defineConfig({

@@ -89,6 +89,17 @@ function pgCode(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
+/**
+ * Did the server answer that the statement failed (so it wrote nothing)? Only an error the server
+ * sent says so: it has a severity and an SQLSTATE, and is not a lost connection (class 08). A
+ * socket's error (ECONNRESET, EPIPE — five capitals too) or a dropped connection says nothing.
+ */
+function refusedByServer(error: unknown): boolean {
+  const { severity } = error as { severity?: unknown };
+  const code = pgCode(error);
+  return typeof severity === 'string' && code !== undefined && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('08');
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Run `work` again on serialization failures and deadlocks (up to 8 attempts, with a growing random pause). */
@@ -203,7 +214,9 @@ export class PostgresStore implements Store {
    * later commit of the session scanned the whole ledger for its `once` rows.
    */
   private pools: Promise<{ other: Pool; commit: Pool }> | undefined;
+  private closed = false;
   private connect(purpose: 'other' | 'commit' = 'other'): Promise<Pool> {
+    if (this.closed) return Promise.reject(new Error('the store is closed'));
     this.pools ??= import('pg').then(({ default: pg }) => {
       const make = (max: number, settings: string) => {
         // Timestamps stay text (the engine writes RFC 3339 strings; the database's clock is used in SQL only).
@@ -292,6 +305,10 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    // Commits still waiting for a connection are not sent: they fail, and nothing reopens a pool.
+    this.closed = true;
+    const error = new Error('the store was closed before this commit was sent');
+    for (const item of this.waiting.splice(0)) item.reject(error);
     const pools = this.pools;
     this.pools = undefined;
     // (pg that never loaded has no pools to end.)
@@ -616,21 +633,33 @@ export class PostgresStore implements Store {
       });
     } catch (error) {
       if (error instanceof Refusal) return error.result;
-      const landed = await this.landed(error, change.id, text);
-      if (landed) return landed;
+      const landed = await this.landed(error, change);
+      if (typeof landed === 'object') return landed;
       throw error;
     }
   }
 
   /**
-   * After `error` on a commit's statement: when the connection was lost around its end, whether
-   * it landed is read back, never guessed (the document as committed means it did).
+   * After `error` on a commit's statement, did the commit land? Read back, never guessed: unless
+   * the server refused the statement, its connection may have been lost after the commit, so the
+   * commit's first audit row is looked up where only this commit can have put it (the proposal,
+   * the version it made, position 0). The document is no witness: another writer may have moved
+   * it on since, or this commit may not have changed it. `undefined`: the read-back failed too.
    */
-  private async landed(error: unknown, id: string, text: string): Promise<CommitResult | undefined> {
-    if (pgCode(error) && !pgCode(error)!.startsWith('08')) return undefined;
-    const read = await this.read(id).catch(() => undefined);
-    if (read?.kind === 'found' && serializeProposal(read.stored.proposal) === text) return { ok: true, version: read.stored.version };
-    return undefined;
+  private async landed(error: unknown, change: Change): Promise<CommitResult | 'absent' | undefined> {
+    if (refusedByServer(error)) return 'absent';
+    const version = String(Number(change.version) + 1);
+    try {
+      const { rows } = await this.query<{ row: string }>(`SELECT row FROM ${this.t('audit')} WHERE id = $1 AND version = $2 AND ordinal = 0`, [
+        change.id,
+        version,
+      ]);
+      if (rows[0]?.row !== JSON.stringify(change.audit[0])) return 'absent';
+    } catch {
+      return undefined;
+    }
+    if (change.lease) this.ended.add(leaseKey(change.lease));
+    return { ok: true, version };
   }
 
   /**
@@ -664,10 +693,14 @@ export class PostgresStore implements Store {
       }
       this.waiting = later;
       this.sending++;
-      void this.send(group).finally(() => {
-        this.sending--;
-        this.sendWaiting();
-      });
+      void this.send(group)
+        .catch((error: unknown) => {
+          for (const item of group) item.reject(error); // a promise settles once: only the unsettled see this
+        })
+        .finally(() => {
+          this.sending--;
+          this.sendWaiting();
+        });
     }
   }
 
@@ -679,15 +712,16 @@ export class PostgresStore implements Store {
       results = await this.commitTogether(group);
     } catch (error) {
       groupedCommits.failed++;
-      // A statement that failed wrote nothing, unless its connection was lost around the end: each
-      // commit then reads back whether it landed. The others go again one by one, so a commit the
-      // statement could not take fails alone.
-      await Promise.all(
-        group.map(async (item) => {
-          const landed = await this.landed(error, item.change.id, item.text);
-          return landed ? item.resolve(landed) : alone(item);
-        }),
-      );
+      // A statement the server refused wrote nothing; one whose connection was lost may have
+      // landed, and each commit reads back whether it did. Those that did not go again one by one
+      // (on this slot, so none waits in the pool past `close`): a commit the statement could not
+      // take fails alone. One that cannot be read back fails with the error: it is not known.
+      for (const item of group) {
+        const landed = await this.landed(error, item.change);
+        if (landed === 'absent') await alone(item);
+        else if (landed) item.resolve(landed);
+        else item.reject(error);
+      }
       return;
     }
     group.forEach((item, index) => item.resolve(results[index]!));
@@ -768,8 +802,10 @@ export class PostgresStore implements Store {
   /**
    * Several commits of different proposals in one statement, each as `commitAtOnce` makes it and
    * each with its own outcome: one whose version moved or whose lease was lost writes nothing,
-   * and the others land. Rows are numbered by their commit (`n`); leases are locked in key order,
-   * as `renew` locks them, so the two never wait for each other in a cycle.
+   * and the others land. Rows are numbered by their commit (`n`). Locks are taken in one order:
+   * the leases first, in key order, as `renew` locks them; then the proposals, in id order (the
+   * update alone would lock them in whatever order its plan reads them, and two groups over the
+   * same proposals could wait for each other until the server's deadlock check, a second later).
    */
   private async commitTogether(group: readonly Waiting[]): Promise<CommitResult[]> {
     const c = { n: [] as number[], doc: [] as string[], status: [] as (string | null)[], marks: [] as string[], id: [] as string[], version: [] as string[] };
@@ -862,10 +898,14 @@ export class PostgresStore implements Store {
          SELECT c.n FROM c JOIN ${this.t('leases')} l
              ON l.stage = c.stage AND l.key = c.key AND l.token = c.token::bigint AND l.owner = $10 AND l.expires_at > now()
           ORDER BY l.stage, l.key FOR UPDATE OF l),
+       locked AS MATERIALIZED (
+         SELECT p.id FROM ${this.t('proposals')} p
+          WHERE p.id IN (SELECT id FROM c) AND (SELECT count(*) FROM lease) >= 0
+          ORDER BY p.id FOR UPDATE OF p),
        upd AS (
          UPDATE ${this.t('proposals')} p
             SET doc = c.doc, status = c.status, marks = ARRAY(SELECT jsonb_array_elements_text(c.marks::jsonb)), version = p.version + 1
-           FROM c
+           FROM c JOIN locked ON locked.id = c.id
           WHERE p.id = c.id AND p.version::text = c.version AND (c.stage IS NULL OR EXISTS (SELECT 1 FROM lease WHERE lease.n = c.n))
           RETURNING c.n, p.version),
        ended AS (
