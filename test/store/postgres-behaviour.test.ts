@@ -9,26 +9,18 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { monotonicFactory } from 'ulid';
-import { afterAll, describe, expect, it } from 'vitest';
-import { groupedCommits, parsePostgresUrl, PostgresStore, SCHEMA_VERSION } from '../../engine/store/postgres-store.js';
+import { describe, expect, it } from 'vitest';
+import { groupedCommits, parsePostgresUrl, SCHEMA_VERSION } from '../../engine/store/postgres-store.js';
 import type { AuditRow, Change, CommitResult, Dumped, Store } from '../../engine/store/types.js';
 import { runIn } from '../cli/memory-io.js';
 import { copyPipeline, proposalInput, SECRET_FILE } from '../helpers.js';
 import { start, storeEnv } from '../torture/harness.js';
 import { freshSchemaUrl, PG_URL } from '../pg/database.js';
-import { LAYOUT } from './contract.js';
+import { postgresStores } from './postgres-open.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const opened: Store[] = [];
-const open = (url: string) => {
-  const store = new PostgresStore(parsePostgresUrl(url), LAYOUT);
-  opened.push(store);
-  return store;
-};
-afterAll(async () => {
-  await Promise.all(opened.map((store) => store.close()));
-});
+const open = postgresStores();
 
 /** A plain client on the test server (the schema's tables, pg_stat_activity), closed after `use`. */
 async function sql<T>(use: (query: (text: string, values?: unknown[]) => Promise<Record<string, any>[]>) => Promise<T>): Promise<T> {

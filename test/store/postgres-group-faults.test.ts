@@ -6,22 +6,14 @@
  */
 import net from 'node:net';
 import { monotonicFactory } from 'ulid';
-import { afterAll, describe, expect, it } from 'vitest';
-import { groupedCommits, parsePostgresUrl, PostgresStore } from '../../engine/store/postgres-store.js';
+import { describe, expect, it } from 'vitest';
+import { groupedCommits, parsePostgresUrl } from '../../engine/store/postgres-store.js';
 import type { AuditRow, Change, CommitResult, Store } from '../../engine/store/types.js';
 import { freshSchemaUrl, PG_URL } from '../pg/database.js';
-import { LAYOUT } from './contract.js';
+import { postgresStores } from './postgres-open.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const opened: Store[] = [];
-const open = (url: string) => {
-  const store = new PostgresStore(parsePostgresUrl(url), LAYOUT);
-  opened.push(store);
-  return store;
-};
-afterAll(async () => {
-  await Promise.all(opened.map((store) => Promise.race([store.close(), sleep(2000)])));
-});
+const open = postgresStores();
 
 const createAudit: AuditRow = { at: '2026-11-01T00:00:00Z', id: '', event: 'create', from: null, to: 'confirmed', stage: 't', actor: 'cli' };
 const judgeAudit: AuditRow = { at: '2026-11-01T00:00:01Z', id: '', event: 'approve', from: 'confirmed', to: 'approved', stage: 'judge', actor: 'run' };
