@@ -102,6 +102,37 @@ function refusedByServer(error: unknown): boolean {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A server process: its pid, and when it started (a pid alone may be a later process's). */
+interface BackendIdentity {
+  pid: number;
+  started: string;
+}
+
+/**
+ * Each commit connection's server process, asked on its first use: after a lost connection, that
+ * process (and only that one, not a later process given its pid) is ended before a commit reads
+ * back whether it landed.
+ */
+const backends = new WeakMap<object, BackendIdentity>();
+
+async function identify(client: PoolClient): Promise<void> {
+  if (backends.has(client)) return;
+  const { rows } = await client.query<BackendIdentity>('SELECT pid, backend_start::text AS started FROM pg_stat_activity WHERE pid = pg_backend_pid()');
+  if (rows[0]) backends.set(client, rows[0]);
+}
+/** The connection whose statement failed with an error, for `lostBackend`. */
+const failedOn = new WeakMap<object, object>();
+
+function remember(error: unknown, client: object): void {
+  if (error && typeof error === 'object') failedOn.set(error, client);
+}
+
+/** The server process of the connection `error` came from, if known. */
+function lostBackend(error: unknown): BackendIdentity | undefined {
+  const client = error && typeof error === 'object' ? failedOn.get(error) : undefined;
+  return client ? backends.get(client) : undefined;
+}
+
 /** Run `work` again on serialization failures and deadlocks (up to 8 attempts, with a growing random pause). */
 async function retrying<T>(work: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -236,15 +267,46 @@ export class PostgresStore implements Store {
     return this.pools.then((pools) => pools[purpose]);
   }
 
-  /** One statement on a pooled connection; a named one (`{name, text}`) is prepared once per connection. */
+  /**
+   * One statement on a pooled connection; a named one (`{name, text}`) is prepared once per
+   * connection. A commit's error remembers the server process that ran it (see `landed`).
+   */
   private async query<R extends object = Record<string, unknown>>(
     text: string | { name: string; text: string },
     values: unknown[] = [],
     purpose: 'other' | 'commit' = 'other',
   ): Promise<{ rows: R[]; rowCount: number }> {
     const pool = await this.connect(purpose);
-    const result = await (typeof text === 'string' ? pool.query(text, values) : pool.query({ ...text, values }));
-    return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+    if (purpose === 'other') {
+      const result = await (typeof text === 'string' ? pool.query(text, values) : pool.query({ ...text, values }));
+      return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+    }
+    const client = await pool.connect();
+    // A lost connection also arrives as an event (as pool.query listens for it): the failed
+    // statement reports it.
+    const onError = () => undefined;
+    client.on('error', onError);
+    try {
+      await identify(client);
+      const result = await (typeof text === 'string' ? client.query(text, values) : client.query({ ...text, values }));
+      client.off('error', onError);
+      client.release();
+      return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
+    } catch (error) {
+      // Failed other than by the server's answer: either in this process before it was sent (the
+      // connection still answers) or with the connection lost — then the connection is not reused,
+      // and its server process is ended before a read-back.
+      const lost =
+        !refusedByServer(error) &&
+        !(await client.query('SELECT 1').then(
+          () => true,
+          () => false,
+        ));
+      if (lost) remember(error, client);
+      else client.off('error', onError); // (a lost one keeps it: it is discarded, events and all)
+      client.release(lost ? (error as Error) : undefined);
+      throw error;
+    }
   }
 
   /** Run `work` in one transaction, retried on serialization failures and deadlocks. */
@@ -252,16 +314,30 @@ export class PostgresStore implements Store {
     const pool = await this.connect();
     return retrying(async () => {
       const client = await pool.connect();
+      const onError = () => undefined; // as in `query`
+      client.on('error', onError);
+      let lost: unknown;
       try {
+        await identify(client);
         await client.query('BEGIN');
         const result = await work(client);
         await client.query('COMMIT');
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
+        const rolledBack = await client.query('ROLLBACK').then(
+          () => true,
+          () => false,
+        );
+        // As in `query`: a connection that still answers has rolled back whatever ran.
+        if (!(error instanceof Refusal) && !refusedByServer(error) && !rolledBack) {
+          lost = error;
+          remember(error, client);
+        }
         throw error;
       } finally {
-        client.release();
+        // As in `query`: a connection lost, or in doubt, is not reused.
+        if (lost === undefined) client.off('error', onError);
+        client.release(lost === undefined ? undefined : (lost as Error));
       }
     });
   }
@@ -554,7 +630,7 @@ export class PostgresStore implements Store {
     }
   }
 
-  async commit(change: Change): Promise<CommitResult> {
+  async commit(change: Change, again = false): Promise<CommitResult> {
     this.claimed.delete(change.id);
     if (change.audit.length === 0) throw new Error('a commit records at least one audit row');
     if (!isUlid(change.id)) throw new Error(`invalid id: ${JSON.stringify(change.id)}`);
@@ -635,6 +711,8 @@ export class PostgresStore implements Store {
       if (error instanceof Refusal) return error.result;
       const landed = await this.landed(error, change);
       if (typeof landed === 'object') return landed;
+      // Its connection was lost and it did not land: it goes again, once, as a group's commit would.
+      if (landed === 'absent' && lostBackend(error) && !again) return this.commit(change, true);
       throw error;
     }
   }
@@ -647,9 +725,25 @@ export class PostgresStore implements Store {
    * it on since, or this commit may not have changed it. `undefined`: the read-back failed too.
    */
   private async landed(error: unknown, change: Change): Promise<CommitResult | 'absent' | undefined> {
-    if (refusedByServer(error)) return 'absent';
+    // Only a statement whose connection was lost may have landed: one the server refused, one that
+    // failed in this process, and one never sent did not.
+    if (!(error && typeof error === 'object' && failedOn.has(error))) return 'absent';
     const version = String(Number(change.version) + 1);
     try {
+      // The statement may not have run yet, or still be running or waiting for a lock, on the
+      // server process that lost its client: end that process (waiting up to 10 s for it to go)
+      // so that the statement has committed or rolled back before the read-back looks. Without
+      // knowing that process, or if it is still there, the outcome is not known.
+      const backend = lostBackend(error);
+      if (!backend) return undefined; // its process was never known
+      // The process is named by its pid alone in the call, never by a filter over other sessions
+      // (a filter's conditions may run in any order, and the call with them).
+      const { rows: ended } = await this.query<{ gone: boolean }>(
+        `SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND backend_start = $2::timestamptz)
+                THEN pg_terminate_backend($1, 10000) ELSE true END AS gone`,
+        [backend.pid, backend.started],
+      );
+      if (!ended[0]?.gone) return undefined;
       const { rows } = await this.query<{ row: string }>(`SELECT row FROM ${this.t('audit')} WHERE id = $1 AND version = $2 AND ordinal = 0`, [
         change.id,
         version,

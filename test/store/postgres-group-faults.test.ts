@@ -349,3 +349,87 @@ describe.skipIf(!PG_URL)('PostgreSQL group commit: read-back', () => {
     expect(audit[0]!['n']).toBe(2);
   });
 });
+
+/** A proxy that, once armed, forwards the statement and at once closes both sides (FIN): the server has not answered yet. */
+async function closingProxy(target: URL) {
+  let armed: string | undefined;
+  let cuts = 0;
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    client.on('data', (data) => {
+      upstream.write(data);
+      if (armed && data.includes(Buffer.from(`${armed}\u0000`))) {
+        armed = undefined;
+        cuts++;
+        upstream.end();
+        client.end();
+      }
+    });
+    upstream.on('data', (data) => {
+      if (!client.writableEnded) client.write(data);
+    });
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+    client.on('close', () => upstream.end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as net.AddressInfo).port, arm: (name: string) => (armed = name), cuts: () => cuts, close: () => server.close() };
+}
+
+describe.skipIf(!PG_URL)('PostgreSQL group commit: a connection lost before the server answered', () => {
+  const through = (proxy: { port: number }, name: string) => freshSchemaUrl(name).replace(`:${new URL(PG_URL).port}/`, `:${proxy.port}/`);
+
+  for (const members of [1, 6]) {
+    it(`${members === 1 ? 'a lone commit' : 'a group'} whose statement waits for a lock when its connection closes: what landed is reported landed`, async () => {
+      const proxy = await closingProxy(new URL(PG_URL));
+      const url = through(proxy, `wait${members}`);
+      const store = open(url);
+      const schema = parsePostgresUrl(url).schema;
+      const { ids, change } = await leased(store, members, `wait${members}`);
+      const pg = (await import('pg')).default;
+      const blocker = new pg.Client({ connectionString: PG_URL });
+      await blocker.connect();
+      await blocker.query('BEGIN');
+      // A lease row held for a while (a renewal in flight): the statement waits on the server.
+      await blocker.query(`SELECT 1 FROM "${schema}".leases WHERE key = $1 FOR UPDATE`, [ids[members - 1]]);
+      proxy.arm(members === 1 ? 'pipeline_commit' : 'pipeline_commit_group');
+      const outcomes = settle(
+        ids.map((id) => store.commit(change(id))),
+        30_000,
+      );
+      await sleep(500);
+      await blocker.query('COMMIT');
+      await blocker.end();
+      const results = await outcomes;
+      expect(proxy.cuts()).toBe(1);
+      const audit = await sqlRows(`SELECT id, count(*)::int AS n FROM "${schema}".audit GROUP BY id ORDER BY id`);
+      expect(audit.map((row) => row['n'])).toEqual(ids.map(() => 2));
+      expect((results as PromiseSettledResult<CommitResult>[]).map((result) => (result.status === 'fulfilled' ? result.value : String(result.reason)))).toEqual(
+        ids.map(() => expect.objectContaining({ ok: true, version: '2' })),
+      );
+      proxy.close();
+    });
+  }
+
+  it('a group whose connection closes right after the statement went out: every commit lands once and is reported landed', async () => {
+    const proxy = await closingProxy(new URL(PG_URL));
+    for (let round = 0; round < 8; round++) {
+      const url = through(proxy, `race${round}`);
+      const store = open(url);
+      const schema = parsePostgresUrl(url).schema;
+      const { ids, change } = await leased(store, 6, `race${round}`);
+      proxy.arm('pipeline_commit_group');
+      const results = await settle(
+        ids.map((id) => store.commit(change(id))),
+        30_000,
+      );
+      const audit = await sqlRows(`SELECT id, count(*)::int AS n FROM "${schema}".audit GROUP BY id ORDER BY id`);
+      expect(audit.map((row) => row['n'])).toEqual(ids.map(() => 2));
+      expect((results as PromiseSettledResult<CommitResult>[]).map((result) => (result.status === 'fulfilled' ? result.value : String(result.reason)))).toEqual(
+        ids.map(() => expect.objectContaining({ ok: true, version: '2' })),
+      );
+    }
+    expect(proxy.cuts()).toBe(8);
+    proxy.close();
+  }, 120_000);
+});
