@@ -630,7 +630,12 @@ export class PostgresStore implements Store {
     }
   }
 
-  async commit(change: Change, again = false): Promise<CommitResult> {
+  commit(change: Change): Promise<CommitResult> {
+    return this.commitOnce(change, false);
+  }
+
+  /** `commit`; `again` when this is the one more try of a commit whose connection was lost. */
+  private async commitOnce(change: Change, again: boolean): Promise<CommitResult> {
     this.claimed.delete(change.id);
     if (change.audit.length === 0) throw new Error('a commit records at least one audit row');
     if (!isUlid(change.id)) throw new Error(`invalid id: ${JSON.stringify(change.id)}`);
@@ -712,7 +717,7 @@ export class PostgresStore implements Store {
       const landed = await this.landed(error, change);
       if (typeof landed === 'object') return landed;
       // Its connection was lost and it did not land: it goes again, once, as a group's commit would.
-      if (landed === 'absent' && lostBackend(error) && !again) return this.commit(change, true);
+      if (landed === 'absent' && lostBackend(error) && !again) return this.commitOnce(change, true);
       throw error;
     }
   }
