@@ -1214,14 +1214,18 @@ export class PostgresStore implements Store {
     if ('keys' in queue) {
       if (queue.keys.length === 0 || max <= 0) return { leases: [] };
       // A key already leased by someone whose lease has not expired stays theirs.
-      const { rows } = await this.query<{ key: string; token: string }>(
-        `INSERT INTO ${this.t('leases')} AS l (stage, key, token, owner, expires_at)
+      // Retried like a commit: a lease that expires while a commit waits for it is locked by both
+      // sides in opposite orders, and the server's deadlock check aborts one of them.
+      const { rows } = await retrying(() =>
+        this.query<{ key: string; token: string }>(
+          `INSERT INTO ${this.t('leases')} AS l (stage, key, token, owner, expires_at)
            SELECT $1, k, nextval('${this.schema}.lease_tokens'), $2, now() + make_interval(secs => $3)
              FROM unnest($4::text[]) WITH ORDINALITY AS u(k, n) ORDER BY n LIMIT $5
          ON CONFLICT (stage, key) DO UPDATE SET token = EXCLUDED.token, owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
            WHERE l.expires_at <= now()
          RETURNING key, token::text AS token`,
-        [stage, this.owner, ttl, queue.keys, max],
+          [stage, this.owner, ttl, queue.keys, max],
+        ),
       );
       const order = new Map(queue.keys.map((key, index) => [key, index]));
       return { leases: rows.sort((a, b) => order.get(a.key)! - order.get(b.key)!).map((row) => ({ stage, key: row.key, token: row.token })) };
@@ -1237,8 +1241,10 @@ export class PostgresStore implements Store {
     // then fetched by primary key at the version the pick locked — the statement's snapshot may
     // predate a commit the lock waited for, and then no document comes and the read that follows
     // fetches it.
-    const { rows } = await this.query<{ key: string; token: string; doc: string | null; version: string | null }>(
-      `WITH picked AS MATERIALIZED (
+    // Retried as above: it locks proposals, then leases that may have expired under a waiting commit.
+    const { rows } = await retrying(() =>
+      this.query<{ key: string; token: string; doc: string | null; version: string | null }>(
+        `WITH picked AS MATERIALIZED (
          SELECT p.id, p.version FROM ${this.t('proposals')} p
           WHERE NOT EXISTS (SELECT 1 FROM ${this.t('leases')} l WHERE l.stage = $1 AND l.key = p.id AND l.expires_at > now()) ${where}
           ORDER BY p.id LIMIT $4
@@ -1254,7 +1260,8 @@ export class PostgresStore implements Store {
          FROM leased JOIN picked ON picked.id = leased.key
        UNION ALL
        SELECT '', (SELECT count(*)::text || ':' || coalesce(max(id), '') FROM picked), NULL, NULL`,
-      values,
+        values,
+      ),
     );
     // The documents come with the claim (read under its row locks): the read that follows each
     // lease is answered from them, one round trip less per unit.

@@ -433,3 +433,43 @@ describe.skipIf(!PG_URL)('PostgreSQL group commit: a connection lost before the 
     proxy.close();
   }, 120_000);
 });
+
+describe.skipIf(!PG_URL)('PostgreSQL group commit: a lease that expires while a group waits', () => {
+  it('a claim of the expired leases and the waiting group both finish (a deadlock between them is retried)', async () => {
+    const url = freshSchemaUrl('expiry');
+    const store = open(url);
+    const other = open(url);
+    const schema = parsePostgresUrl(url).schema;
+    const next = monotonicFactory();
+    const ids = Array.from({ length: 4 }, () => next());
+    for (const [i, id] of ids.entries()) await store.create({ proposal: { id, status: 'confirmed' }, key: `expiry-${i}`, audit: { ...createAudit, id } });
+    const { leases } = await store.claim('judge', { keys: ids }, 4, 1500);
+    const leaseOf = new Map(leases.map((lease) => [lease.key, lease]));
+    const { serializeProposal } = await import('../../engine/store/types.js');
+    const items = ids.map((id) => {
+      const change: Change = { id, version: '1', next: { id, status: 'approved' }, lease: leaseOf.get(id)!, audit: [{ ...judgeAudit, id }] };
+      return { change, text: serializeProposal(change.next), status: 'approved' };
+    });
+    const pg = (await import('pg')).default;
+    const blocker = new pg.Client({ connectionString: PG_URL });
+    await blocker.connect();
+    await blocker.query('BEGIN');
+    await blocker.query(`SELECT 1 FROM "${schema}".leases WHERE key = $1 FOR UPDATE`, [ids[3]]);
+    const internal = store as unknown as { commitTogether(group: typeof items): Promise<CommitResult[]> };
+    const group = internal.commitTogether(items).then(
+      (results) => results.map((result) => (result.ok ? 'ok' : result.reason)),
+      (error: Error) => `error: ${error.message}`,
+    );
+    await sleep(1700); // the leases expire while the group waits behind the blocker
+    const claim = other.claim('judge', { query: { status: 'confirmed' } }, 10, 60_000).then(
+      (claimed) => claimed.leases.length,
+      (error: Error) => `error: ${error.message}`,
+    );
+    await sleep(200);
+    await blocker.query('COMMIT');
+    await blocker.end();
+    const [grouped, claimed] = await Promise.all([group, claim]);
+    expect(typeof grouped, String(grouped)).toBe('object');
+    expect(typeof claimed, String(claimed)).toBe('number');
+  }, 30_000);
+});
