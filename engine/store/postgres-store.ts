@@ -127,6 +127,47 @@ function remember(error: unknown, client: object): void {
   if (error && typeof error === 'object') failedOn.set(error, client);
 }
 
+/** Does the connection still answer `sql`? */
+function answers(client: PoolClient, sql: string): Promise<boolean> {
+  return client.query(sql).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * Run `work` on a checked-out connection whose server process is known. When it fails, `settle`
+ * runs and says whether the connection still answers; one that does not, on an error that is
+ * neither the server's answer nor a refusal, is lost: it is not reused, and the error remembers
+ * it, so that a read-back ends its server process first (`landed`).
+ */
+async function onConnection<T>(
+  pool: Pool,
+  work: (client: PoolClient) => Promise<T>,
+  settle: (client: PoolClient, error: unknown) => Promise<boolean>,
+): Promise<T> {
+  const client = await pool.connect();
+  // A lost connection also arrives as an event (pool.query listens for it too): the failed
+  // statement reports it. A lost connection keeps the listener: it is discarded, events and all.
+  const onError = () => undefined;
+  client.on('error', onError);
+  let lost: Error | undefined;
+  try {
+    await identify(client);
+    return await work(client);
+  } catch (error) {
+    const answered = await settle(client, error);
+    if (!answered && !(error instanceof Refusal) && !refusedByServer(error)) {
+      lost = error as Error;
+      remember(error, client);
+    }
+    throw error;
+  } finally {
+    if (!lost) client.off('error', onError);
+    client.release(lost);
+  }
+}
+
 /** The server process of the connection `error` came from, if known. */
 function lostBackend(error: unknown): BackendIdentity | undefined {
   const client = error && typeof error === 'object' ? failedOn.get(error) : undefined;
@@ -281,65 +322,32 @@ export class PostgresStore implements Store {
       const result = await (typeof text === 'string' ? pool.query(text, values) : pool.query({ ...text, values }));
       return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
     }
-    const client = await pool.connect();
-    // A lost connection also arrives as an event (as pool.query listens for it): the failed
-    // statement reports it.
-    const onError = () => undefined;
-    client.on('error', onError);
-    try {
-      await identify(client);
-      const result = await (typeof text === 'string' ? client.query(text, values) : client.query({ ...text, values }));
-      client.off('error', onError);
-      client.release();
-      return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
-    } catch (error) {
-      // Failed other than by the server's answer: either in this process before it was sent (the
-      // connection still answers) or with the connection lost — then the connection is not reused,
-      // and its server process is ended before a read-back.
-      const lost =
-        !refusedByServer(error) &&
-        !(await client.query('SELECT 1').then(
-          () => true,
-          () => false,
-        ));
-      if (lost) remember(error, client);
-      else client.off('error', onError); // (a lost one keeps it: it is discarded, events and all)
-      client.release(lost ? (error as Error) : undefined);
-      throw error;
-    }
+    const result = await onConnection(
+      pool,
+      (client) => (typeof text === 'string' ? client.query(text, values) : client.query({ ...text, values })),
+      // Failed other than by the server's answer: in this process before it was sent if the
+      // connection still answers, else with the connection lost.
+      (client, error) => (refusedByServer(error) ? Promise.resolve(true) : answers(client, 'SELECT 1')),
+    );
+    return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
   }
 
   /** Run `work` in one transaction, retried on serialization failures and deadlocks. */
   private async transaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
     const pool = await this.connect();
-    return retrying(async () => {
-      const client = await pool.connect();
-      const onError = () => undefined; // as in `query`
-      client.on('error', onError);
-      let lost: unknown;
-      try {
-        await identify(client);
-        await client.query('BEGIN');
-        const result = await work(client);
-        await client.query('COMMIT');
-        return result;
-      } catch (error) {
-        const rolledBack = await client.query('ROLLBACK').then(
-          () => true,
-          () => false,
-        );
-        // As in `query`: a connection that still answers has rolled back whatever ran.
-        if (!(error instanceof Refusal) && !refusedByServer(error) && !rolledBack) {
-          lost = error;
-          remember(error, client);
-        }
-        throw error;
-      } finally {
-        // As in `query`: a connection lost, or in doubt, is not reused.
-        if (lost === undefined) client.off('error', onError);
-        client.release(lost === undefined ? undefined : (lost as Error));
-      }
-    });
+    return retrying(() =>
+      onConnection(
+        pool,
+        async (client) => {
+          await client.query('BEGIN');
+          const result = await work(client);
+          await client.query('COMMIT');
+          return result;
+        },
+        // A connection that still answers has rolled back whatever ran.
+        (client) => answers(client, 'ROLLBACK'),
+      ),
+    );
   }
 
   /** Does the schema hold this store's tables? (Never creates them.) */
