@@ -92,6 +92,26 @@ const sqlRows = async (text: string, values: unknown[] = []) => {
   }
 };
 
+/** A row locked FOR UPDATE from a session of its own, as another worker would hold it, until `release`. */
+async function holdRow(table: string, column: 'id' | 'key', key: string): Promise<{ release(): Promise<void> }> {
+  const pg = (await import('pg')).default;
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  await client.query('BEGIN');
+  await client.query(`SELECT 1 FROM ${table} WHERE ${column} = $1 FOR UPDATE`, [key]);
+  return {
+    release: async () => {
+      await client.query('ROLLBACK');
+      await client.end();
+    },
+  };
+}
+
+/** The server's count of deadlocks it broke in this database. */
+async function deadlocks(): Promise<number> {
+  return (await sqlRows(`SELECT deadlocks::int AS d FROM pg_stat_database WHERE datname = current_database()`))[0]!['d'] as number;
+}
+
 describe.skipIf(!PG_URL)('PostgreSQL group commit: lost connections and close', () => {
   for (const how of ['fin', 'rst'] as const) {
     it(`a group whose connection is cut (${how}) after it landed: each member reports what landed`, async () => {
@@ -264,18 +284,14 @@ describe.skipIf(!PG_URL)('PostgreSQL group commit: lock order', () => {
       return { change, text: serializeProposal(change.next), status: 'approved' };
     };
     type Internal = { commitTogether(group: ReturnType<typeof item>[]): Promise<CommitResult[]> };
-    const before = (await sqlRows(`SELECT deadlocks::int AS d FROM pg_stat_database WHERE datname = current_database()`))[0]!['d'];
+    const before = await deadlocks();
     let rounds = 0;
     for (; rounds < 10; rounds++) {
       // reset
       const schema = parsePostgresUrl(url).schema;
       await sqlRows(`UPDATE "${schema}".proposals SET version = 1`);
       await sqlRows(`DELETE FROM "${schema}".audit WHERE version > 1`);
-      const pg = (await import('pg')).default;
-      const blocker = new pg.Client({ connectionString: PG_URL });
-      await blocker.connect();
-      await blocker.query('BEGIN');
-      await blocker.query(`SELECT 1 FROM "${schema}".proposals WHERE id = $1 FOR UPDATE`, [ids[8]]);
+      const blocker = await holdRow(`"${schema}".proposals`, 'id', ids[8]!);
       const both = Promise.allSettled([
         (one as unknown as Internal).commitTogether(ids.map((id) => item(id, 'one'))),
         (two as unknown as Internal).commitTogether([...ids].reverse().map((id) => item(id, 'two'))),
@@ -284,8 +300,7 @@ describe.skipIf(!PG_URL)('PostgreSQL group commit: lock order', () => {
       // Both groups wait (behind the blocker, or behind each other): the test holds them where a cycle could form.
       const locks = await sqlRows(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`);
       expect(locks[0]!['n']).toBeGreaterThanOrEqual(2);
-      await blocker.query('ROLLBACK');
-      await blocker.end();
+      await blocker.release();
       const settled = await both;
       // One group landed whole and the other found every version moved: no error, no deadlock.
       const outcomes = settled.map((result) =>
@@ -293,7 +308,7 @@ describe.skipIf(!PG_URL)('PostgreSQL group commit: lock order', () => {
       );
       expect(outcomes.map((each) => [...new Set(each)].join()).sort()).toEqual(['changed', 'ok']);
     }
-    const after = (await sqlRows(`SELECT deadlocks::int AS d FROM pg_stat_database WHERE datname = current_database()`))[0]!['d'];
+    const after = await deadlocks();
     expect(after - before).toBe(0);
   }, 120_000);
 
@@ -304,23 +319,18 @@ describe.skipIf(!PG_URL)('PostgreSQL group commit: lock order', () => {
     const { ids, change } = await leased(store, 16, 'rn');
     const { serializeProposal } = await import('../../engine/store/types.js');
     const leases = ids.map((id) => change(id).lease!);
-    const before = (await sqlRows(`SELECT deadlocks::int AS d FROM pg_stat_database WHERE datname = current_database()`))[0]!['d'];
-    const pg = (await import('pg')).default;
-    const blocker = new pg.Client({ connectionString: PG_URL });
-    await blocker.connect();
-    await blocker.query('BEGIN');
-    await blocker.query(`SELECT 1 FROM "${schema}".leases WHERE key = $1 FOR UPDATE`, [ids[8]]);
+    const before = await deadlocks();
+    const blocker = await holdRow(`"${schema}".leases`, 'key', ids[8]!);
     const items = [...ids].reverse().map((id) => ({ change: change(id), text: serializeProposal(change(id).next), status: 'approved' }));
     const both = Promise.allSettled([
       (store as unknown as { commitTogether(g: typeof items): Promise<CommitResult[]> }).commitTogether(items),
       store.renew([...leases].reverse(), 60_000),
     ]);
     await sleep(300);
-    await blocker.query('ROLLBACK');
-    await blocker.end();
+    await blocker.release();
     const settled = await both;
     expect(settled.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled']);
-    const after = (await sqlRows(`SELECT deadlocks::int AS d FROM pg_stat_database WHERE datname = current_database()`))[0]!['d'];
+    const after = await deadlocks();
     expect(after - before).toBe(0);
   }, 60_000);
 });
@@ -386,20 +396,15 @@ describe.skipIf(!PG_URL)('PostgreSQL group commit: a connection lost before the 
       const store = open(url);
       const schema = parsePostgresUrl(url).schema;
       const { ids, change } = await leased(store, members, `wait${members}`);
-      const pg = (await import('pg')).default;
-      const blocker = new pg.Client({ connectionString: PG_URL });
-      await blocker.connect();
-      await blocker.query('BEGIN');
       // A lease row held for a while (a renewal in flight): the statement waits on the server.
-      await blocker.query(`SELECT 1 FROM "${schema}".leases WHERE key = $1 FOR UPDATE`, [ids[members - 1]]);
+      const blocker = await holdRow(`"${schema}".leases`, 'key', ids[members - 1]!);
       proxy.arm(members === 1 ? 'pipeline_commit' : 'pipeline_commit_group');
       const outcomes = settle(
         ids.map((id) => store.commit(change(id))),
         30_000,
       );
       await sleep(500);
-      await blocker.query('COMMIT');
-      await blocker.end();
+      await blocker.release();
       const results = await outcomes;
       expect(proxy.cuts()).toBe(1);
       const audit = await sqlRows(`SELECT id, count(*)::int AS n FROM "${schema}".audit GROUP BY id ORDER BY id`);
@@ -450,11 +455,7 @@ describe.skipIf(!PG_URL)('PostgreSQL group commit: a lease that expires while a 
       const change: Change = { id, version: '1', next: { id, status: 'approved' }, lease: leaseOf.get(id)!, audit: [{ ...judgeAudit, id }] };
       return { change, text: serializeProposal(change.next), status: 'approved' };
     });
-    const pg = (await import('pg')).default;
-    const blocker = new pg.Client({ connectionString: PG_URL });
-    await blocker.connect();
-    await blocker.query('BEGIN');
-    await blocker.query(`SELECT 1 FROM "${schema}".leases WHERE key = $1 FOR UPDATE`, [ids[3]]);
+    const blocker = await holdRow(`"${schema}".leases`, 'key', ids[3]!);
     const internal = store as unknown as { commitTogether(group: typeof items): Promise<CommitResult[]> };
     const group = internal.commitTogether(items).then(
       (results) => results.map((result) => (result.ok ? 'ok' : result.reason)),
@@ -466,8 +467,7 @@ describe.skipIf(!PG_URL)('PostgreSQL group commit: a lease that expires while a 
       (error: Error) => `error: ${error.message}`,
     );
     await sleep(200);
-    await blocker.query('COMMIT');
-    await blocker.end();
+    await blocker.release();
     const [grouped, claimed] = await Promise.all([group, claim]);
     expect(typeof grouped, String(grouped)).toBe('object');
     expect(typeof claimed, String(claimed)).toBe('number');
