@@ -143,11 +143,12 @@ function answers(client: PoolClient, sql: string): Promise<boolean> {
  */
 async function onConnection<T>(
   pool: Pool,
+  closing: Promise<never>,
   work: (client: PoolClient) => Promise<T>,
   settle: (client: PoolClient, error: unknown) => Promise<boolean>,
 ): Promise<T> {
-  const client = await pool.connect();
-  // A lost connection also arrives as an event (pool.query listens for it too): the failed
+  const client = await checkout(pool, closing);
+  // A lost connection also arrives as an event (as pool.query would listen): the failed
   // statement reports it. A lost connection keeps the listener: it is discarded, events and all.
   const onError = () => undefined;
   client.on('error', onError);
@@ -165,6 +166,24 @@ async function onConnection<T>(
   } finally {
     if (!lost) client.off('error', onError);
     client.release(lost);
+  }
+}
+
+/**
+ * A connection from `pool`, or the store's closing error if the store closes first: pg-pool never
+ * serves its queue after `end()`, so what waits there would wait for ever. A connection that
+ * comes after all the same is given back at once.
+ */
+async function checkout(pool: Pool, closing: Promise<never>): Promise<PoolClient> {
+  const connecting = pool.connect();
+  try {
+    return await Promise.race([connecting, closing]);
+  } catch (error) {
+    connecting.then(
+      (client) => client.release(),
+      () => undefined,
+    );
+    throw error;
   }
 }
 
@@ -253,6 +272,7 @@ export class PostgresStore implements Store {
   ) {
     this.location = target.display;
     this.schema = target.schema;
+    this.closing.catch(() => undefined); // only what waits for a connection hears of it
     this.cache = {
       get: async (key) => {
         if (!(await this.exists())) return undefined;
@@ -287,6 +307,11 @@ export class PostgresStore implements Store {
    */
   private pools: Promise<{ other: Pool; commit: Pool }> | undefined;
   private closed = false;
+  /** Fails what still waits for a connection when the store closes (see `checkout`). */
+  private shut: (error: Error) => void = () => undefined;
+  private readonly closing = new Promise<never>((_, reject) => {
+    this.shut = reject;
+  });
   private connect(purpose: 'other' | 'commit' = 'other'): Promise<Pool> {
     if (this.closed) return Promise.reject(new Error('the store is closed'));
     this.pools ??= import('pg').then(({ default: pg }) => {
@@ -310,7 +335,7 @@ export class PostgresStore implements Store {
 
   /**
    * One statement on a pooled connection; a named one (`{name, text}`) is prepared once per
-   * connection. A commit's error remembers the server process that ran it (see `landed`).
+   * connection. Its error remembers the server process that ran it (see `landed`).
    */
   private async query<R extends object = Record<string, unknown>>(
     text: string | { name: string; text: string },
@@ -318,12 +343,9 @@ export class PostgresStore implements Store {
     purpose: 'other' | 'commit' = 'other',
   ): Promise<{ rows: R[]; rowCount: number }> {
     const pool = await this.connect(purpose);
-    if (purpose === 'other') {
-      const result = await (typeof text === 'string' ? pool.query(text, values) : pool.query({ ...text, values }));
-      return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
-    }
     const result = await onConnection(
       pool,
+      this.closing,
       (client) => (typeof text === 'string' ? client.query(text, values) : client.query({ ...text, values })),
       // Failed other than by the server's answer: in this process before it was sent if the
       // connection still answers, else with the connection lost.
@@ -338,6 +360,7 @@ export class PostgresStore implements Store {
     return retrying(() =>
       onConnection(
         pool,
+        this.closing,
         async (client) => {
           await client.query('BEGIN');
           const result = await work(client);
@@ -389,10 +412,13 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
-    // Commits still waiting for a connection are not sent: they fail, and nothing reopens a pool.
+    // Commits still waiting to be sent fail, and so does everything else still waiting for a
+    // connection of either pool; what is on a connection finishes (`end` waits for it). Nothing
+    // reopens a pool.
     this.closed = true;
     const error = new Error('the store was closed before this commit was sent');
     for (const item of this.waiting.splice(0)) item.reject(error);
+    this.shut(new Error('the store was closed before a connection was free'));
     const pools = this.pools;
     this.pools = undefined;
     // (pg that never loaded has no pools to end.)

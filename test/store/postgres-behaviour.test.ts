@@ -196,15 +196,15 @@ describe.skipIf(!PG_URL)('PostgreSQL store claims at any queue length (SPEC §11
     // The claim's statement as the store sends it, run again under EXPLAIN ANALYZE and rolled back.
     const pg = (await import('pg')).default;
     const sent: { text: string; values: unknown[] }[] = [];
-    const query = pg.Pool.prototype.query;
-    pg.Pool.prototype.query = function (this: unknown, ...args: any[]) {
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: unknown, ...args: any[]) {
       if (typeof args[0] === 'string' && args[0].includes('picked')) sent.push({ text: args[0], values: args[1] });
       return (query as any).apply(this, args);
     } as typeof query;
     try {
       expect((await store.claim('judge', { query: { status: 'confirmed' } }, 4, 60_000)).leases).toHaveLength(4);
     } finally {
-      pg.Pool.prototype.query = query;
+      pg.Client.prototype.query = query;
     }
     expect(sent).toHaveLength(1);
     const plan = await sql(async (run) => {

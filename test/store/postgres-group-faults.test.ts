@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL store's group commit under faults (SPEC §11): a connection cut after a statement
- * landed, `close` with commits waiting, groups and renewals that could lock in a cycle, and a
+ * landed, `close` with commits or reads waiting, groups and renewals that could lock in a cycle, and a
  * read-back that must not take a commit that never reached the database for one that landed. Each
  * test failed against the first group commit (a hostile review's reproductions, 2026-12-05).
  */
@@ -93,12 +93,17 @@ const sqlRows = async (text: string, values: unknown[] = []) => {
 };
 
 /** A row locked FOR UPDATE from a session of its own, as another worker would hold it, until `release`. */
-async function holdRow(table: string, column: 'id' | 'key', key: string): Promise<{ release(): Promise<void> }> {
+function holdRow(table: string, column: 'id' | 'key', key: string): Promise<{ release(): Promise<void> }> {
+  return hold(`SELECT 1 FROM ${table} WHERE ${column} = $1 FOR UPDATE`, [key]);
+}
+
+/** The locks `statement` takes, held in a transaction of a session of its own until `release`. */
+async function hold(statement: string, values: unknown[] = []): Promise<{ release(): Promise<void> }> {
   const pg = (await import('pg')).default;
   const client = new pg.Client({ connectionString: PG_URL });
   await client.connect();
   await client.query('BEGIN');
-  await client.query(`SELECT 1 FROM ${table} WHERE ${column} = $1 FOR UPDATE`, [key]);
+  await client.query(statement, values);
   return {
     release: async () => {
       await client.query('ROLLBACK');
@@ -176,6 +181,38 @@ describe.skipIf(!PG_URL)('PostgreSQL group commit: lost connections and close', 
         expect(versions.get(id), id).toBe('1');
       } else expect(result.status === 'fulfilled' && result.value.ok ? '2' : '1').toBe(versions.get(id));
     }
+  });
+
+  it('close() while reads wait for a connection: the one still waiting fails at once, and those running finish', async () => {
+    const url = freshSchemaUrl('close3');
+    const store = open(url);
+    const schema = parsePostgresUrl(url).schema;
+    const { ids } = await leased(store, 1, 'close3');
+    const blocker = await hold(`LOCK TABLE "${schema}".proposals IN ACCESS EXCLUSIVE MODE`);
+    // Four reads take the other pool's four connections and wait on the lock; the fifth waits for a connection.
+    const outcomes: (string | undefined)[] = [];
+    const reads = Array.from({ length: 5 }, (_, i) =>
+      store.read(ids[0]!).then(
+        (read) => (outcomes[i] = read.kind),
+        (error: Error) => (outcomes[i] = `error: ${error.message}`),
+      ),
+    );
+    const waitingOnLock = async () => {
+      const [row] = await sqlRows(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND position($1 in query) > 0`, [
+        `"${schema}".`,
+      ]);
+      return row!['n'] as number;
+    };
+    while ((await waitingOnLock()) < 4) await sleep(10);
+    const closing = store.close();
+    for (let waited = 0; outcomes.filter(Boolean).length === 0 && waited < 5_000; waited += 10) await sleep(10);
+    expect(outcomes.filter(Boolean), 'the read waiting for a connection has failed, and only it').toEqual([
+      'error: the store was closed before a connection was free',
+    ]);
+    await blocker.release();
+    await Promise.all(reads);
+    expect(await Promise.race([closing.then(() => 'closed'), sleep(5_000).then(() => 'close() still pending')])).toBe('closed');
+    expect(outcomes.filter((outcome) => outcome === 'found')).toHaveLength(4);
   });
 
   it('close() while a refused group goes one by one: every commit settles', async () => {
