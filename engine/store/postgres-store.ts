@@ -44,7 +44,7 @@ import {
 } from './types.js';
 
 /** The schema version this engine writes; a store with a newer one is refused. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 const PAGE = 1000;
 /** Codes worth retrying the whole transaction for (serialization, deadlock, a server starting up). */
 const RETRYABLE = new Set(['40001', '40P01', '57P03']);
@@ -187,6 +187,22 @@ async function checkout(pool: Pool, closing: Promise<never>): Promise<PoolClient
   }
 }
 
+/**
+ * Each commit's token, written beside its first audit row: the read-back after a lost connection
+ * (`landed`) knows the row for this commit's by it. The row's text is no proof: another store
+ * may have written the same transition at the same version in the same second.
+ */
+const tokens = new WeakMap<Change, string>();
+
+function commitToken(change: Change): string {
+  let token = tokens.get(change);
+  if (token === undefined) {
+    token = randomBytes(12).toString('base64url');
+    tokens.set(change, token);
+  }
+  return token;
+}
+
 /** The server process of the connection `error` came from, if known. */
 function lostBackend(error: unknown): BackendIdentity | undefined {
   const client = error && typeof error === 'object' ? failedOn.get(error) : undefined;
@@ -257,7 +273,7 @@ export class PostgresStore implements Store {
   readonly cache: AnswerCache;
   private readonly schema: string;
   private readonly owner = `${process.pid}.${randomBytes(6).toString('hex')}`;
-  private ready: Promise<boolean> | undefined;
+  private ready: Promise<false | 'ready' | 'other version'> | undefined;
   private created = false;
   /** When `recover` last dropped expired leases (ms since the epoch; 0: never). */
   private reaped = 0;
@@ -373,18 +389,24 @@ export class PostgresStore implements Store {
     );
   }
 
-  /** Does the schema hold this store's tables? (Never creates them.) */
+  /**
+   * Does the schema hold this store's tables? (Never creates them.) Tables of another schema
+   * version are there, but not ready: the first write migrates them, or refuses a newer version
+   * (`ensure`); reads use them as they are.
+   */
   async exists(): Promise<boolean> {
     if (this.created) return true;
     this.ready ??= (async () => {
       const { rows } = await this.query<{ table: string | null }>('SELECT to_regclass($1) AS table', [`"${this.schema}".meta`]);
-      return rows[0]?.table != null;
+      if (rows[0]?.table == null) return false;
+      const version = await this.query<{ value: string }>(`SELECT value FROM ${this.t('meta')} WHERE key = 'schema_version'`);
+      return version.rows[0]?.value === String(SCHEMA_VERSION) ? 'ready' : 'other version';
     })();
     const found = await this.ready;
     if (!found)
       this.ready = undefined; // ask again next time: someone may create it meanwhile
-    else this.created = true;
-    return found;
+    else if (found === 'ready') this.created = true;
+    return found !== false;
   }
 
   /** Create or migrate the tables (writers only), under an advisory lock. */
@@ -404,6 +426,7 @@ export class PostgresStore implements Store {
         );
       }
       if (found < 1) await migrateToV1(client, (table) => this.t(table), this.schema);
+      if (found < 2) await migrateToV2(client, (table) => this.t(table));
       await client.query(`INSERT INTO ${this.t('meta')} (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [
         String(SCHEMA_VERSION),
       ]);
@@ -675,6 +698,7 @@ export class PostgresStore implements Store {
     if (!isUlid(change.id)) throw new Error(`invalid id: ${JSON.stringify(change.id)}`);
     for (const write of change.ledger ?? []) this.assertLedger(write.ledger);
     if (!(await this.exists())) return { ok: false, reason: 'missing' };
+    await this.ensure(); // (at once, unless the tables are of another schema version)
     const text = serializeProposal(change.next);
     const status = typeof change.next['status'] === 'string' ? change.next['status'] : null;
     try {
@@ -734,11 +758,12 @@ export class PostgresStore implements Store {
         }
         // Unique per proposal, version and position: a transition can never be recorded twice.
         for (const [ordinal, row] of change.audit.entries()) {
-          await client.query(`INSERT INTO ${this.t('audit')} (id, version, ordinal, row) VALUES ($1, $2, $3, $4)`, [
+          await client.query(`INSERT INTO ${this.t('audit')} (id, version, ordinal, row, token) VALUES ($1, $2, $3, $4, $5)`, [
             change.id,
             version,
             ordinal,
             JSON.stringify(row),
+            ordinal === 0 ? commitToken(change) : null,
           ]);
         }
         return { ok: true as const, version: String(version) };
@@ -759,9 +784,10 @@ export class PostgresStore implements Store {
   /**
    * After `error` on a commit's statement, did the commit land? Read back, never guessed: unless
    * the server refused the statement, its connection may have been lost after the commit, so the
-   * commit's first audit row is looked up where only this commit can have put it (the proposal,
-   * the version it made, position 0). The document is no witness: another writer may have moved
-   * it on since, or this commit may not have changed it. `undefined`: the read-back failed too.
+   * commit's first audit row is looked up (the proposal, the version it made, position 0), and it
+   * is this commit's only if it carries this commit's token (`commitToken`). The document is no
+   * witness: another writer may have moved it on since, or this commit may not have changed it.
+   * `undefined`: the read-back failed too.
    */
   private async landed(error: unknown, change: Change): Promise<CommitResult | 'absent' | undefined> {
     // Only a statement whose connection was lost may have landed: one the server refused, one that
@@ -783,11 +809,11 @@ export class PostgresStore implements Store {
         [backend.pid, backend.started],
       );
       if (!ended[0]?.gone) return undefined;
-      const { rows } = await this.query<{ row: string }>(`SELECT row FROM ${this.t('audit')} WHERE id = $1 AND version = $2 AND ordinal = 0`, [
+      const { rows } = await this.query<{ token: string | null }>(`SELECT token FROM ${this.t('audit')} WHERE id = $1 AND version = $2 AND ordinal = 0`, [
         change.id,
         version,
       ]);
-      if (rows[0]?.row !== JSON.stringify(change.audit[0])) return 'absent';
+      if (rows[0]?.token !== commitToken(change)) return 'absent';
     } catch {
       return undefined;
     }
@@ -925,6 +951,7 @@ export class PostgresStore implements Store {
       ledger.map((row) => row.once),
       ledger.map((row) => row.value),
       audit,
+      commitToken(change),
     ];
     const { rows } = await retrying(() =>
       this.query<{ version: string | null; leased: boolean; present: boolean }>({ name: COMMIT_STATEMENT, text: this.commitStatement() }, values, 'commit'),
@@ -952,7 +979,7 @@ export class PostgresStore implements Store {
       once: [] as (string | null)[],
       value: [] as (string | null)[],
     };
-    const audit = { n: [] as number[], ordinal: [] as number[], row: [] as string[] };
+    const audit = { n: [] as number[], ordinal: [] as number[], row: [] as string[], token: [] as (string | null)[] };
     group.forEach(({ change, text, status }, n) => {
       const rows = this.commitRows(change);
       c.n.push(n);
@@ -982,6 +1009,7 @@ export class PostgresStore implements Store {
         audit.n.push(n);
         audit.ordinal.push(ordinal);
         audit.row.push(row);
+        audit.token.push(ordinal === 0 ? commitToken(change) : null);
       });
     });
     const values = [
@@ -1008,6 +1036,7 @@ export class PostgresStore implements Store {
       audit.n,
       audit.ordinal,
       audit.row,
+      audit.token,
     ];
     const { rows } = await retrying(() =>
       this.query<{ n: number; version: string | null; leased: boolean; present: boolean }>(
@@ -1058,8 +1087,8 @@ export class PostgresStore implements Store {
             SELECT 1 FROM ${this.t('ledger_rows')} x WHERE x.ledger = l.ledger AND x.proposal_id = c.id AND (x.row::jsonb -> l.once) = l.value::jsonb)
           ORDER BY l.o),
        audit AS (
-         INSERT INTO ${this.t('audit')} (id, version, ordinal, row)
-         SELECT c.id, upd.version, a.ordinal, a.row FROM unnest($21::int[], $22::int[], $23::text[]) WITH ORDINALITY AS a(n, ordinal, row, o)
+         INSERT INTO ${this.t('audit')} (id, version, ordinal, row, token)
+         SELECT c.id, upd.version, a.ordinal, a.row, a.token FROM unnest($21::int[], $22::int[], $23::text[], $24::text[]) WITH ORDINALITY AS a(n, ordinal, row, token, o)
            JOIN upd ON upd.n = a.n JOIN c ON c.n = a.n ORDER BY a.o)
        SELECT c.n, (SELECT version::text FROM upd WHERE upd.n = c.n) AS version,
               EXISTS (SELECT 1 FROM lease WHERE lease.n = c.n) AS leased,
@@ -1090,8 +1119,8 @@ export class PostgresStore implements Store {
             SELECT 1 FROM ${this.t('ledger_rows')} x WHERE x.ledger = l.ledger AND x.proposal_id = $4 AND (x.row::jsonb -> l.once) = l.value::jsonb)
           ORDER BY l.n),
        audit AS (
-         INSERT INTO ${this.t('audit')} (id, version, ordinal, row)
-         SELECT $4, upd.version, a.n - 1, a.row FROM upd, unnest($18::text[]) WITH ORDINALITY AS a(row, n))
+         INSERT INTO ${this.t('audit')} (id, version, ordinal, row, token)
+         SELECT $4, upd.version, a.n - 1, a.row, CASE WHEN a.n = 1 THEN $19 END FROM upd, unnest($18::text[]) WITH ORDINALITY AS a(row, n))
        SELECT (SELECT version::text FROM upd) AS version, EXISTS (SELECT 1 FROM lease) AS leased,
               EXISTS (SELECT 1 FROM ${this.t('proposals')} WHERE id = $4) AS present`;
     return this.commitSql;
@@ -1404,4 +1433,9 @@ async function migrateToV1(client: PoolClient, t: (table: string) => string, sch
     `CREATE TABLE ${t('cache')} (key text PRIMARY KEY, value text NOT NULL)`,
   ];
   for (const statement of statements) await client.query(statement);
+}
+
+/** Version 2: a commit's first audit row carries the commit's own token, which its read-back looks for (`landed`). */
+async function migrateToV2(client: PoolClient, t: (table: string) => string): Promise<void> {
+  await client.query(`ALTER TABLE ${t('audit')} ADD COLUMN IF NOT EXISTS token text`);
 }

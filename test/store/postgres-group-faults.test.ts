@@ -395,22 +395,46 @@ describe.skipIf(!PG_URL)('PostgreSQL group commit: read-back', () => {
     expect(out[2]).toEqual({ ok: true, version: '2' });
     expect(audit[0]!['n']).toBe(2);
   });
+
+  it("does not take another store's identical audit row for its own commit's", async () => {
+    const proxy = await closingProxy(new URL(PG_URL));
+    const direct = freshSchemaUrl('twin');
+    const store = open(direct.replace(`:${new URL(PG_URL).port}/`, `:${proxy.port}/`));
+    const other = open(direct);
+    const { ids, change } = await leased(store, 1, 'twin');
+    const mine = change(ids[0]!);
+    // The commit never reaches the server; meanwhile another store writes the same transition, with
+    // the same audit row, at the same version; then the connection closes and the commit reads back.
+    proxy.arm('pipeline_commit', async () => {
+      expect(await other.commit({ ...mine, lease: undefined })).toEqual({ ok: true, version: '2' });
+    });
+    const result = await store.commit(mine).catch((error: Error) => `error: ${error.message}`);
+    expect(proxy.cuts()).toBe(1);
+    expect(result).toEqual({ ok: false, reason: 'changed' });
+    proxy.close();
+  });
 });
 
 /** A proxy that, once armed, forwards the statement and at once closes both sides (FIN): the server has not answered yet. */
 async function closingProxy(target: URL) {
-  let armed: string | undefined;
+  let armed: { name: string; drop?: () => Promise<void> } | undefined;
   let cuts = 0;
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(target.port), target.hostname);
+    const close = () => {
+      upstream.end();
+      client.end();
+    };
     client.on('data', (data) => {
-      upstream.write(data);
-      if (armed && data.includes(Buffer.from(`${armed}\u0000`))) {
-        armed = undefined;
-        cuts++;
-        upstream.end();
-        client.end();
-      }
+      const cut = armed && data.includes(Buffer.from(`${armed.name}\u0000`)) ? armed : undefined;
+      if (!cut) return void upstream.write(data);
+      armed = undefined;
+      cuts++;
+      // Sent on and both ends closed; or, with `drop`, never sent: `drop` runs, then both close.
+      if (!cut.drop) {
+        upstream.write(data);
+        close();
+      } else void cut.drop().then(close);
     });
     upstream.on('data', (data) => {
       if (!client.writableEnded) client.write(data);
@@ -420,7 +444,12 @@ async function closingProxy(target: URL) {
     client.on('close', () => upstream.end());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { port: (server.address() as net.AddressInfo).port, arm: (name: string) => (armed = name), cuts: () => cuts, close: () => server.close() };
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    arm: (name: string, drop?: () => Promise<void>) => (armed = { name, drop }),
+    cuts: () => cuts,
+    close: () => server.close(),
+  };
 }
 
 describe.skipIf(!PG_URL)('PostgreSQL group commit: a connection lost before the server answered', () => {

@@ -1,7 +1,7 @@
 /** The PostgreSQL store: the shared contract, plus what only a shared database can get wrong. */
 import { describe, expect, it } from 'vitest';
 import { parsePostgresUrl, PostgresStore, SCHEMA_VERSION } from '../../engine/store/postgres-store.js';
-import type { Store } from '../../engine/store/types.js';
+import type { AuditRow, Store } from '../../engine/store/types.js';
 import { freshSchemaUrl, PG_URL } from '../pg/database.js';
 import { LAYOUT, storeContract } from './contract.js';
 
@@ -62,7 +62,39 @@ describe.skipIf(!PG_URL)('PostgreSQL', () => {
       } finally {
         await client.end();
       }
-      await expect(track(open(url)).appendLedger('declined', { artifact_id: 'b' })).rejects.toThrow(/schema version 99; this pipeline knows version 1/);
+      const newer = new RegExp(`schema version 99; this pipeline knows version ${SCHEMA_VERSION}`);
+      await expect(track(open(url)).appendLedger('declined', { artifact_id: 'b' })).rejects.toThrow(newer);
+      // A commit too, though a commit finds the tables without creating them.
+      const id = '01ARZ3NDEKTSV4RRFFQ69G5FA1';
+      const audit: AuditRow = { at: '2026-11-01T00:00:00Z', id, event: 'approve', from: 'confirmed', to: 'approved', stage: 'judge', actor: 'run' };
+      await expect(track(open(url)).commit({ id, version: '1', next: { id, status: 'approved' }, audit: [audit] })).rejects.toThrow(newer);
+    });
+
+    it('migrates a version 1 store to version 2: its rows kept, and each commit from then on tokened', async () => {
+      const url = freshSchemaUrl();
+      const id = '01ARZ3NDEKTSV4RRFFQ69G5FA1';
+      const audit: AuditRow = { at: '2026-11-01T00:00:00Z', id, event: 'create', from: null, to: 'confirmed', stage: 't', actor: 'cli' };
+      await track(open(url)).create({ proposal: { id, status: 'confirmed' }, key: 'k', audit });
+      const pg = (await import('pg')).default;
+      const { connection, schema } = parsePostgresUrl(url);
+      const client = new pg.Client({ connectionString: connection });
+      await client.connect();
+      try {
+        // The store as version 1 left it.
+        await client.query(`ALTER TABLE "${schema}".audit DROP COLUMN token`);
+        await client.query(`UPDATE "${schema}".meta SET value = '1' WHERE key = 'schema_version'`);
+        const store = track(open(url));
+        const change = { id, version: '1', next: { id, status: 'approved' }, audit: [{ ...audit, event: 'approve', from: 'confirmed', to: 'approved' }] };
+        expect(await store.commit(change)).toEqual({ ok: true, version: '2' });
+        expect((await client.query(`SELECT value FROM "${schema}".meta WHERE key = 'schema_version'`)).rows).toEqual([{ value: '2' }]);
+        const rows = (await client.query(`SELECT version::int, row, token FROM "${schema}".audit ORDER BY version`)).rows;
+        expect(rows.map((row) => [row.version, JSON.parse(row.row).event, typeof row.token])).toEqual([
+          [1, 'create', 'object'],
+          [2, 'approve', 'string'],
+        ]);
+      } finally {
+        await client.end();
+      }
     });
 
     it('gives concurrent claims of one queue disjoint batches', async () => {
