@@ -100,6 +100,12 @@ function refusedByServer(error: unknown): boolean {
   return typeof severity === 'string' && code !== undefined && /^[0-9A-Z]{5}$/.test(code) && !code.startsWith('08');
 }
 
+/** An error the server sent as FATAL or PANIC: the server ends the connection after it. */
+function endedByServer(error: unknown): boolean {
+  const severity = error && typeof error === 'object' ? (error as { severity?: unknown }).severity : undefined;
+  return severity === 'FATAL' || severity === 'PANIC';
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A server process: its pid, and when it started (a pid alone may be a later process's). */
@@ -143,48 +149,61 @@ function answers(client: PoolClient, sql: string): Promise<boolean> {
  */
 async function onConnection<T>(
   pool: Pool,
-  closing: Promise<never>,
+  waiters: Waiters,
   work: (client: PoolClient) => Promise<T>,
   settle: (client: PoolClient, error: unknown) => Promise<boolean>,
+  options: { identified: boolean },
 ): Promise<T> {
-  const client = await checkout(pool, closing);
+  const client = await checkout(pool, waiters);
   // A lost connection also arrives as an event (as pool.query would listen): the failed
-  // statement reports it. A lost connection keeps the listener: it is discarded, events and all.
+  // statement reports it. A discarded connection keeps the listener, events and all.
   const onError = () => undefined;
   client.on('error', onError);
-  let lost: Error | undefined;
+  let discard: Error | undefined;
   try {
-    await identify(client);
+    if (options.identified) await identify(client);
     return await work(client);
   } catch (error) {
     const answered = await settle(client, error);
     if (!answered && !(error instanceof Refusal) && !refusedByServer(error)) {
-      lost = error as Error;
+      discard = error as Error;
       remember(error, client);
     }
+    // The server's FATAL answer (its process terminated, the server shutting down) wrote nothing,
+    // and ends the connection: it goes, though its socket may not have closed yet.
+    else if (endedByServer(error)) discard = error as Error;
     throw error;
   } finally {
-    if (!lost) client.off('error', onError);
-    client.release(lost);
+    if (!discard) client.off('error', onError);
+    client.release(discard);
   }
 }
+
+/** What waits for a connection, each failed by the store's `close` (see `checkout`). */
+type Waiters = Set<(error: Error) => void>;
 
 /**
  * A connection from `pool`, or the store's closing error if the store closes first: pg-pool never
  * serves its queue after `end()`, so what waits there would wait for ever. A connection that
  * comes after all the same is given back at once.
  */
-async function checkout(pool: Pool, closing: Promise<never>): Promise<PoolClient> {
-  const connecting = pool.connect();
-  try {
-    return await Promise.race([connecting, closing]);
-  } catch (error) {
-    connecting.then(
-      (client) => client.release(),
-      () => undefined,
-    );
-    throw error;
-  }
+function checkout(pool: Pool, waiters: Waiters): Promise<PoolClient> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const fail = (error: Error) => {
+      if (settled) return;
+      settled = true;
+      waiters.delete(fail);
+      reject(error);
+    };
+    waiters.add(fail);
+    pool.connect().then((client) => {
+      if (settled) return client.release();
+      settled = true;
+      waiters.delete(fail);
+      resolve(client);
+    }, fail);
+  });
 }
 
 /**
@@ -288,7 +307,6 @@ export class PostgresStore implements Store {
   ) {
     this.location = target.display;
     this.schema = target.schema;
-    this.closing.catch(() => undefined); // only what waits for a connection hears of it
     this.cache = {
       get: async (key) => {
         if (!(await this.exists())) return undefined;
@@ -296,6 +314,9 @@ export class PostgresStore implements Store {
         return rows[0] ? (JSON.parse(rows[0].value) as unknown) : undefined;
       },
       put: async (key, value) => {
+        // Tables of another schema version: a cache is not worth a migration (reads, which put
+        // here, use an older store as it is).
+        if ((await this.exists()) && !this.created) return;
         await this.ensure();
         await this.query(`INSERT INTO ${this.t('cache')} (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [
           key,
@@ -323,11 +344,8 @@ export class PostgresStore implements Store {
    */
   private pools: Promise<{ other: Pool; commit: Pool }> | undefined;
   private closed = false;
-  /** Fails what still waits for a connection when the store closes (see `checkout`). */
-  private shut: (error: Error) => void = () => undefined;
-  private readonly closing = new Promise<never>((_, reject) => {
-    this.shut = reject;
-  });
+  /** What waits for a connection, failed when the store closes (see `checkout`). */
+  private readonly waiters: Waiters = new Set();
   private connect(purpose: 'other' | 'commit' = 'other'): Promise<Pool> {
     if (this.closed) return Promise.reject(new Error('the store is closed'));
     this.pools ??= import('pg').then(({ default: pg }) => {
@@ -351,7 +369,8 @@ export class PostgresStore implements Store {
 
   /**
    * One statement on a pooled connection; a named one (`{name, text}`) is prepared once per
-   * connection. Its error remembers the server process that ran it (see `landed`).
+   * connection. A commit's error remembers the server process that ran it (see `landed`); other
+   * statements are never read back, so their connections are not asked which process they are.
    */
   private async query<R extends object = Record<string, unknown>>(
     text: string | { name: string; text: string },
@@ -361,11 +380,12 @@ export class PostgresStore implements Store {
     const pool = await this.connect(purpose);
     const result = await onConnection(
       pool,
-      this.closing,
+      this.waiters,
       (client) => (typeof text === 'string' ? client.query(text, values) : client.query({ ...text, values })),
       // Failed other than by the server's answer: in this process before it was sent if the
       // connection still answers, else with the connection lost.
       (client, error) => (refusedByServer(error) ? Promise.resolve(true) : answers(client, 'SELECT 1')),
+      { identified: purpose === 'commit' },
     );
     return { rows: result.rows as R[], rowCount: result.rowCount ?? 0 };
   }
@@ -376,7 +396,7 @@ export class PostgresStore implements Store {
     return retrying(() =>
       onConnection(
         pool,
-        this.closing,
+        this.waiters,
         async (client) => {
           await client.query('BEGIN');
           const result = await work(client);
@@ -385,6 +405,7 @@ export class PostgresStore implements Store {
         },
         // A connection that still answers has rolled back whatever ran.
         (client) => answers(client, 'ROLLBACK'),
+        { identified: true }, // (a move commits in a transaction)
       ),
     );
   }
@@ -400,18 +421,32 @@ export class PostgresStore implements Store {
       const { rows } = await this.query<{ table: string | null }>('SELECT to_regclass($1) AS table', [`"${this.schema}".meta`]);
       if (rows[0]?.table == null) return false;
       const version = await this.query<{ value: string }>(`SELECT value FROM ${this.t('meta')} WHERE key = 'schema_version'`);
-      return version.rows[0]?.value === String(SCHEMA_VERSION) ? 'ready' : 'other version';
+      return version.rows[0]?.value === String(SCHEMA_VERSION) ? ('ready' as const) : ('other version' as const);
     })();
-    const found = await this.ready;
+    const asked = this.ready;
+    const found = await asked.catch((error: unknown) => {
+      if (this.ready === asked) this.ready = undefined; // a failed lookup is asked again next time
+      throw error;
+    });
     if (!found)
       this.ready = undefined; // ask again next time: someone may create it meanwhile
     else if (found === 'ready') this.created = true;
     return found !== false;
   }
 
-  /** Create or migrate the tables (writers only), under an advisory lock. */
+  private ensuring: Promise<void> | undefined;
+  /** Create or migrate the tables (writers only), once for all the commits that ask at the same time. */
   private async ensure(): Promise<void> {
     if (this.created) return;
+    const asked = (this.ensuring ??= this.migrate());
+    await asked.catch((error: unknown) => {
+      if (this.ensuring === asked) this.ensuring = undefined;
+      throw error;
+    });
+  }
+
+  /** Create or migrate the tables under an advisory lock, or refuse a newer schema version. */
+  private async migrate(): Promise<void> {
     await this.transaction(async (client) => {
       await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`pipeline.migrate.${this.schema}`]);
       await client.query(`CREATE SCHEMA IF NOT EXISTS "${this.schema}"`);
@@ -441,7 +476,7 @@ export class PostgresStore implements Store {
     this.closed = true;
     const error = new Error('the store was closed before this commit was sent');
     for (const item of this.waiting.splice(0)) item.reject(error);
-    this.shut(new Error('the store was closed before a connection was free'));
+    for (const fail of [...this.waiters]) fail(new Error('the store was closed before a connection was free'));
     const pools = this.pools;
     this.pools = undefined;
     // (pg that never loaded has no pools to end.)

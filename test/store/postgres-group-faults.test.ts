@@ -213,6 +213,31 @@ describe.skipIf(!PG_URL)('PostgreSQL group commit: lost connections and close', 
     await Promise.all(reads);
     expect(await Promise.race([closing.then(() => 'closed'), sleep(5_000).then(() => 'close() still pending')])).toBe('closed');
     expect(outcomes.filter((outcome) => outcome === 'found')).toHaveLength(4);
+    expect((store as unknown as { waiters: Set<unknown> }).waiters.size, 'nothing left waiting for a connection').toBe(0);
+  });
+
+  it('a read whose server process is terminated fails alone: its connection is not given to the next read', async () => {
+    const url = freshSchemaUrl('term');
+    const store = open(url);
+    const schema = parsePostgresUrl(url).schema;
+    const { ids } = await leased(store, 1, 'term');
+    const blocker = await hold(`LOCK TABLE "${schema}".proposals IN ACCESS EXCLUSIVE MODE`);
+    // Four reads wait on the lock on the other pool's four connections, eight wait for a connection.
+    const reads = Array.from({ length: 12 }, () =>
+      store.read(ids[0]!).then(
+        (read) => read.kind,
+        (error: Error & { code?: string }) => `error ${error.code ?? error.message}`,
+      ),
+    );
+    const waiting = async () => sqlRows(`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND position($1 in query) > 0`, [`"${schema}".`]);
+    while ((await waiting()).length < 4) await sleep(10);
+    await sqlRows('SELECT pg_terminate_backend($1, 10000)', [(await waiting())[0]!['pid']]);
+    await blocker.release();
+    const outcomes = await Promise.all(reads);
+    expect(outcomes.filter((outcome) => outcome !== 'found')).toEqual(['error 57P01']);
+    // After reads and claims that all got their connection, nothing is left waiting for one.
+    await store.claim('judge', { query: { status: 'confirmed' } }, 1, 60_000);
+    expect((store as unknown as { waiters: Set<unknown> }).waiters.size).toBe(0);
   });
 
   it('close() while a refused group goes one by one: every commit settles', async () => {

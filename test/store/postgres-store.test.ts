@@ -1,4 +1,5 @@
 /** The PostgreSQL store: the shared contract, plus what only a shared database can get wrong. */
+import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { parsePostgresUrl, PostgresStore, SCHEMA_VERSION } from '../../engine/store/postgres-store.js';
 import type { AuditRow, Store } from '../../engine/store/types.js';
@@ -83,6 +84,11 @@ describe.skipIf(!PG_URL)('PostgreSQL', () => {
         // The store as version 1 left it.
         await client.query(`ALTER TABLE "${schema}".audit DROP COLUMN token`);
         await client.query(`UPDATE "${schema}".meta SET value = '1' WHERE key = 'schema_version'`);
+        // A read-only command's cache write leaves an older store as it is.
+        const reader = track(open(url));
+        expect(await reader.exists()).toBe(true);
+        await reader.cache.put('pool-index', { n: 1 });
+        expect((await client.query(`SELECT value FROM "${schema}".meta WHERE key = 'schema_version'`)).rows).toEqual([{ value: '1' }]);
         const store = track(open(url));
         const change = { id, version: '1', next: { id, status: 'approved' }, audit: [{ ...audit, event: 'approve', from: 'confirmed', to: 'approved' }] };
         expect(await store.commit(change)).toEqual({ ok: true, version: '2' });
@@ -94,6 +100,32 @@ describe.skipIf(!PG_URL)('PostgreSQL', () => {
         ]);
       } finally {
         await client.end();
+      }
+    });
+
+    it('asks again after a lookup of its tables failed (the first connection dropped)', async () => {
+      const url = freshSchemaUrl();
+      await track(open(url)).writeDocument('x', 'y', {});
+      const target = new URL(PG_URL!);
+      let first = true;
+      const proxy = net.createServer((client) => {
+        if (first) {
+          first = false;
+          return void client.destroy();
+        }
+        const upstream = net.connect(Number(target.port), target.hostname);
+        client.pipe(upstream).pipe(client);
+        client.on('error', () => upstream.destroy());
+        upstream.on('error', () => client.destroy());
+      });
+      await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+      try {
+        const store = track(open(url.replace(`:${target.port}/`, `:${(proxy.address() as net.AddressInfo).port}/`)));
+        await expect(store.exists()).rejects.toThrow();
+        expect(await store.exists()).toBe(true);
+        expect(await store.writeDocument('x', 'y', {})).toBe('exists');
+      } finally {
+        proxy.close();
       }
     });
 
