@@ -117,6 +117,29 @@ async function deadlocks(): Promise<number> {
   return (await sqlRows(`SELECT deadlocks::int AS d FROM pg_stat_database WHERE datname = current_database()`))[0]!['d'] as number;
 }
 
+/**
+ * `count` reads of a proposal while another session holds the proposals table locked: four take
+ * the other pool's four connections and wait on the lock (this returns once they do), the rest
+ * wait for a connection. `waiting` lists the server processes waiting on the lock.
+ */
+async function readsOfALockedTable(tag: string, count: number) {
+  const url = freshSchemaUrl(tag);
+  const store = open(url);
+  const schema = parsePostgresUrl(url).schema;
+  const { ids } = await leased(store, 1, tag);
+  const blocker = await hold(`LOCK TABLE "${schema}".proposals IN ACCESS EXCLUSIVE MODE`);
+  const outcomes: (string | undefined)[] = [];
+  const reads = Array.from({ length: count }, (_, i) =>
+    store.read(ids[0]!).then(
+      (read) => (outcomes[i] = read.kind),
+      (error: Error & { code?: string }) => (outcomes[i] = `error: ${error.code ?? error.message}`),
+    ),
+  );
+  const waiting = () => sqlRows(`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND position($1 in query) > 0`, [`"${schema}".`]);
+  while ((await waiting()).length < 4) await sleep(10);
+  return { store, blocker, outcomes, reads, waiting };
+}
+
 describe.skipIf(!PG_URL)('PostgreSQL group commit: lost connections and close', () => {
   for (const how of ['fin', 'rst'] as const) {
     it(`a group whose connection is cut (${how}) after it landed: each member reports what landed`, async () => {
@@ -184,26 +207,7 @@ describe.skipIf(!PG_URL)('PostgreSQL group commit: lost connections and close', 
   });
 
   it('close() while reads wait for a connection: the one still waiting fails at once, and those running finish', async () => {
-    const url = freshSchemaUrl('close3');
-    const store = open(url);
-    const schema = parsePostgresUrl(url).schema;
-    const { ids } = await leased(store, 1, 'close3');
-    const blocker = await hold(`LOCK TABLE "${schema}".proposals IN ACCESS EXCLUSIVE MODE`);
-    // Four reads take the other pool's four connections and wait on the lock; the fifth waits for a connection.
-    const outcomes: (string | undefined)[] = [];
-    const reads = Array.from({ length: 5 }, (_, i) =>
-      store.read(ids[0]!).then(
-        (read) => (outcomes[i] = read.kind),
-        (error: Error) => (outcomes[i] = `error: ${error.message}`),
-      ),
-    );
-    const waitingOnLock = async () => {
-      const [row] = await sqlRows(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND position($1 in query) > 0`, [
-        `"${schema}".`,
-      ]);
-      return row!['n'] as number;
-    };
-    while ((await waitingOnLock()) < 4) await sleep(10);
+    const { store, blocker, outcomes, reads } = await readsOfALockedTable('close3', 5);
     const closing = store.close();
     for (let waited = 0; outcomes.filter(Boolean).length === 0 && waited < 5_000; waited += 10) await sleep(10);
     expect(outcomes.filter(Boolean), 'the read waiting for a connection has failed, and only it').toEqual([
@@ -217,24 +221,11 @@ describe.skipIf(!PG_URL)('PostgreSQL group commit: lost connections and close', 
   });
 
   it('a read whose server process is terminated fails alone: its connection is not given to the next read', async () => {
-    const url = freshSchemaUrl('term');
-    const store = open(url);
-    const schema = parsePostgresUrl(url).schema;
-    const { ids } = await leased(store, 1, 'term');
-    const blocker = await hold(`LOCK TABLE "${schema}".proposals IN ACCESS EXCLUSIVE MODE`);
-    // Four reads wait on the lock on the other pool's four connections, eight wait for a connection.
-    const reads = Array.from({ length: 12 }, () =>
-      store.read(ids[0]!).then(
-        (read) => read.kind,
-        (error: Error & { code?: string }) => `error ${error.code ?? error.message}`,
-      ),
-    );
-    const waiting = async () => sqlRows(`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND position($1 in query) > 0`, [`"${schema}".`]);
-    while ((await waiting()).length < 4) await sleep(10);
+    const { store, blocker, outcomes, reads, waiting } = await readsOfALockedTable('term', 12);
     await sqlRows('SELECT pg_terminate_backend($1, 10000)', [(await waiting())[0]!['pid']]);
     await blocker.release();
-    const outcomes = await Promise.all(reads);
-    expect(outcomes.filter((outcome) => outcome !== 'found')).toEqual(['error 57P01']);
+    await Promise.all(reads);
+    expect(outcomes.filter((outcome) => outcome !== 'found')).toEqual(['error: 57P01']);
     // After reads and claims that all got their connection, nothing is left waiting for one.
     await store.claim('judge', { query: { status: 'confirmed' } }, 1, 60_000);
     expect((store as unknown as { waiters: Set<unknown> }).waiters.size).toBe(0);
