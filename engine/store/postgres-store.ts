@@ -292,7 +292,10 @@ export class PostgresStore implements Store {
   readonly cache: AnswerCache;
   private readonly schema: string;
   private readonly owner = `${process.pid}.${randomBytes(6).toString('hex')}`;
-  private ready: Promise<false | 'ready' | 'other version'> | undefined;
+  /** Is this store's table set there, and of this version? (Asked again until it is.) */
+  private readonly lookup = new Shared(() => this.lookUp());
+  /** Creating or migrating the tables, once for the commits that ask at the same time. */
+  private readonly migration = new Shared(() => this.migrate());
   private created = false;
   /** When `recover` last dropped expired leases (ms since the epoch; 0: never). */
   private reaped = 0;
@@ -417,32 +420,23 @@ export class PostgresStore implements Store {
    */
   async exists(): Promise<boolean> {
     if (this.created) return true;
-    this.ready ??= (async () => {
-      const { rows } = await this.query<{ table: string | null }>('SELECT to_regclass($1) AS table', [`"${this.schema}".meta`]);
-      if (rows[0]?.table == null) return false;
-      const version = await this.query<{ value: string }>(`SELECT value FROM ${this.t('meta')} WHERE key = 'schema_version'`);
-      return version.rows[0]?.value === String(SCHEMA_VERSION) ? ('ready' as const) : ('other version' as const);
-    })();
-    const asked = this.ready;
-    const found = await asked.catch((error: unknown) => {
-      if (this.ready === asked) this.ready = undefined; // a failed lookup is asked again next time
-      throw error;
-    });
+    const found = await this.lookup.get();
     if (!found)
-      this.ready = undefined; // ask again next time: someone may create it meanwhile
+      this.lookup.forget(); // ask again next time: someone may create it meanwhile
     else if (found === 'ready') this.created = true;
     return found !== false;
   }
 
-  private ensuring: Promise<void> | undefined;
-  /** Create or migrate the tables (writers only), once for all the commits that ask at the same time. */
+  private async lookUp(): Promise<false | 'ready' | 'other version'> {
+    const { rows } = await this.query<{ table: string | null }>('SELECT to_regclass($1) AS table', [`"${this.schema}".meta`]);
+    if (rows[0]?.table == null) return false;
+    const version = await this.query<{ value: string }>(`SELECT value FROM ${this.t('meta')} WHERE key = 'schema_version'`);
+    return version.rows[0]?.value === String(SCHEMA_VERSION) ? 'ready' : 'other version';
+  }
+
+  /** Create or migrate the tables (writers only). */
   private async ensure(): Promise<void> {
-    if (this.created) return;
-    const asked = (this.ensuring ??= this.migrate());
-    await asked.catch((error: unknown) => {
-      if (this.ensuring === asked) this.ensuring = undefined;
-      throw error;
-    });
+    if (!this.created) await this.migration.get();
   }
 
   /** Create or migrate the tables under an advisory lock, or refuse a newer schema version. */
@@ -1473,4 +1467,26 @@ async function migrateToV1(client: PoolClient, t: (table: string) => string, sch
 /** Version 2: a commit's first audit row carries the commit's own token, which its read-back looks for (`landed`). */
 async function migrateToV2(client: PoolClient, t: (table: string) => string): Promise<void> {
   await client.query(`ALTER TABLE ${t('audit')} ADD COLUMN IF NOT EXISTS token text`);
+}
+
+/**
+ * One promise that concurrent callers share. A failed one is forgotten, so the next caller asks
+ * again instead of getting the same failure for as long as the store lives.
+ */
+class Shared<T> {
+  private pending: Promise<T> | undefined;
+  constructor(private readonly start: () => Promise<T>) {}
+
+  get(): Promise<T> {
+    const asked = (this.pending ??= this.start());
+    return asked.catch((error: unknown) => {
+      if (this.pending === asked) this.pending = undefined;
+      throw error;
+    });
+  }
+
+  /** Ask again next time (after an answer that may change). */
+  forget(): void {
+    this.pending = undefined;
+  }
 }
