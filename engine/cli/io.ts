@@ -118,28 +118,18 @@ export class Output {
    * deep to print. Returns their indexes, for the caller to report by name.
    */
   dataArray(values: readonly unknown[]): number[] {
+    const array = this.arrayWriter();
     const left: number[] = [];
-    const printable: unknown[] = [];
     values.forEach((value, index) => {
-      if (nestsDeeperThan(value, MAX_PRINT_DEPTH)) left.push(index);
-      else printable.push(value);
+      if (!array.push(value)) left.push(index);
     });
-    if (printable.length === 0) {
-      this.io.stdout.write('[]\n');
-      return left;
-    }
-    let chunk = '[\n';
-    for (let start = 0; start < printable.length; start += BATCH) {
-      // `[\n  a,\n  b\n]`: between the brackets are the elements, indented as members of the whole array.
-      const text = escapeJsonText(JSON.stringify(printable.slice(start, start + BATCH), null, 2));
-      chunk += `${start ? ',\n' : ''}${text.slice(2, -2)}`;
-      if (chunk.length >= CHUNK) {
-        this.io.stdout.write(chunk);
-        chunk = '';
-      }
-    }
-    this.io.stdout.write(`${chunk}\n]\n`);
+    array.end();
     return left;
+  }
+
+  /** A JSON array written to stdout as its elements come (see JsonArrayWriter). */
+  arrayWriter(): JsonArrayWriter {
+    return new JsonArrayWriter((text) => this.io.stdout.write(text));
   }
 
   /** A message for the person on stderr; `label`, when given, is the engine's own word before it, in colour. */
@@ -167,5 +157,46 @@ export class Output {
   issue(issue: Issue): void {
     if (issue.severity === 'warning') this.warn(formatIssue({ ...issue, severity: 'error' }));
     else this.io.stderr.write(`${escapeTerminal(formatIssue(issue))}\n`);
+  }
+}
+
+/**
+ * A JSON array printed as its elements come, exactly as `data` would print the whole array:
+ * a listing holds no more than a batch of elements at a time, and its first bytes leave before its
+ * last file is read. Until `end()` the text written is an array without its closing bracket, so a
+ * command that fails half-way (exit non-zero) never leaves what parses as a complete listing.
+ */
+export class JsonArrayWriter {
+  private batch: unknown[] = [];
+  private chunk = '';
+  private started = false;
+
+  constructor(private readonly write: (text: string) => void) {}
+
+  /** Adds `value`; false (and `value` left out) when it nests too deep to print. */
+  push(value: unknown): boolean {
+    if (nestsDeeperThan(value, MAX_PRINT_DEPTH)) return false;
+    this.batch.push(value);
+    if (this.batch.length === BATCH) this.flush();
+    return true;
+  }
+
+  /** Writes what is left and closes the array (`[]` when nothing was added). */
+  end(): void {
+    this.flush();
+    this.write(this.started ? `${this.chunk}\n]\n` : '[]\n');
+  }
+
+  private flush(): void {
+    if (this.batch.length === 0) return;
+    // `[\n  a,\n  b\n]`: between the brackets are the elements, indented as members of the whole array.
+    const text = escapeJsonText(JSON.stringify(this.batch, null, 2));
+    this.chunk += `${this.started ? ',\n' : '[\n'}${text.slice(2, -2)}`;
+    this.started = true;
+    this.batch = [];
+    if (this.chunk.length >= CHUNK) {
+      this.write(this.chunk);
+      this.chunk = '';
+    }
   }
 }

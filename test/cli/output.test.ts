@@ -1,4 +1,5 @@
 /** Output conventions in-process: colours only on a terminal and never with NO_COLOR; the progress bar only on a terminal; --limit. */
+import { rmSync, utimesSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -64,6 +65,67 @@ describe('JSON arrays', () => {
     const none = io({ tty: false });
     expect(new Output(none, { json: true }).dataArray([deep])).toEqual([0]);
     expect(none.out()).toBe('[]\n');
+  });
+});
+
+describe('a JSON array printed as it comes', () => {
+  it('writes whole chunks before its last element and is no complete array until end()', () => {
+    const writes: string[] = [];
+    const array = new Output({ ...io({ tty: false }), stdout: { write: (text: string) => writes.push(text) } }, { json: true }).arrayWriter();
+    const values = Array.from({ length: 200 }, (_, i) => ({ id: i, text: `${'x'.repeat(4_000)}\u2028` }));
+    for (const value of values) expect(array.push(value)).toBe(true);
+    // 200 elements of 4 KB: several 64 KB chunks have left, and what left does not parse.
+    expect(writes.length).toBeGreaterThan(1);
+    expect(writes.join('').startsWith('[\n  {')).toBe(true);
+    expect(() => JSON.parse(writes.join(''))).toThrow();
+    array.end();
+    expect(writes.join('')).toBe(`${JSON.stringify(values, null, 2).replaceAll('\u2028', '\\u2028')}\n`);
+  });
+
+  /** 40 pending proposals of about 2.5 KB each as JSON: more than one 64 KB chunk. */
+  async function bigStore(): Promise<{ env: Record<string, string>; ids: string[] }> {
+    const env = { PIPELINE_STORE: path.join(tempDir(), 'store'), NO_COLOR: '1' };
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const propose = io({ tty: false, env, input: JSON.stringify(proposalInput({ claim: `${'c'.repeat(2_000)} ${i}` })) });
+      expect(await main(['propose', '-'], propose)).toBe(0);
+      ids.push(propose.out().trim());
+    }
+    return { env, ids: ids.sort() };
+  }
+
+  /** An Io whose stdout is `write`. */
+  const writingTo = (env: Record<string, string>, write: (text: string) => void): Io => ({ ...io({ tty: false, env }), stdout: { write } });
+
+  it('list --json prints as it reads: its first chunk leaves before the last proposal is read', async () => {
+    const { env, ids } = await bigStore();
+    // Files at rest, and indexed: the listing reads each one when it comes to it (fresh files are
+    // read by the index scan, all of them, before anything is listed).
+    const dir = path.join(env.PIPELINE_STORE!, 'proposals');
+    const past = new Date(Date.now() - 60_000);
+    for (const id of ids) utimesSync(path.join(dir, `${id}.json`), past, past);
+    expect(await main(['status'], io({ tty: false, env }))).toBe(0);
+    let written = '';
+    const listing = writingTo(env, (text) => {
+      // The last proposal goes away once the first chunk has left: a listing that read every file
+      // before printing has it already.
+      if (!written) rmSync(path.join(dir, `${ids.at(-1)}.json`));
+      written += text;
+    });
+    expect(await main(['list', '--json'], listing)).toBe(0);
+    expect(JSON.parse(written).map((proposal: { id: string }) => proposal.id)).toEqual(ids.slice(0, -1));
+  });
+
+  it('list --json whose stdout fails half-way fails and leaves no array that parses', async () => {
+    const { env } = await bigStore();
+    let written = '';
+    const failing = writingTo(env, (text) => {
+      if (written) throw new Error('disk full');
+      written += text;
+    });
+    await expect(main(['list', '--json'], failing)).rejects.toThrow('disk full');
+    expect(written.startsWith('[\n  {')).toBe(true);
+    expect(() => JSON.parse(written)).toThrow();
   });
 });
 

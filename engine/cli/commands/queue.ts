@@ -1,6 +1,6 @@
 /** Queue commands: status, list, show, propose. */
 import { EXIT } from '../../errors.js';
-import type { AuditRow, Stored } from '../../store/types.js';
+import type { AuditRow } from '../../store/types.js';
 import { getPath } from '../../util/json-path.js';
 import { loadYaml } from '../../util/load-yaml.js';
 import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../../util/nesting.js';
@@ -61,27 +61,26 @@ export async function runList(context: Context): Promise<number> {
     throw new UsageError('--grep searches the title field, and this pipeline declares none (title: in its review stage)', `usage: ${LIST_USAGE}`);
   }
   const grep = grepText !== undefined && title !== undefined ? { field: title, text: grepText } : undefined;
-  const items: Stored[] = [];
+  // Printed as the store yields (in id order), so a listing holds one batch at a time, not every
+  // matching proposal: the messages about files left out follow the results.
   const malformed: string[] = [];
+  const tooDeep: string[] = [];
+  const array = context.json ? context.out.arrayWriter() : undefined;
   for await (const listed of engine.store.list(every ? {} : { status: state })) {
-    if (listed.kind === 'found') {
-      if (matches(listed.stored.proposal, where, grep)) items.push(listed.stored);
-    } else malformed.push(listed.id);
+    if (listed.kind !== 'found') malformed.push(listed.id);
+    else if (!matches(listed.stored.proposal, where, grep)) continue;
+    else if (array) {
+      if (!array.push(listed.stored.proposal)) tooDeep.push(listed.stored.id);
+    } else {
+      const { id, proposal } = listed.stored;
+      const text = title ? getPath(proposal, title) : undefined;
+      const suffix = rowSuffix(pipeline, proposal, every);
+      context.out.line(`${id}  ${typeof text === 'string' ? text.replace(/\s+/g, ' ') : ''}${suffix ? `  ${suffix}` : ''}`.trimEnd());
+    }
   }
+  array?.end();
   reportMalformed(context, malformed);
-  if (context.json) {
-    const left = context.out.dataArray(items.map((item) => item.proposal));
-    reportTooDeep(
-      context,
-      left.map((index) => items[index]!.id),
-    );
-    return EXIT.ok;
-  }
-  for (const item of items) {
-    const text = title ? getPath(item.proposal, title) : undefined;
-    const suffix = rowSuffix(pipeline, item.proposal, every);
-    context.out.line(`${item.id}  ${typeof text === 'string' ? text.replace(/\s+/g, ' ') : ''}${suffix ? `  ${suffix}` : ''}`.trimEnd());
-  }
+  reportTooDeep(context, tooDeep);
   return EXIT.ok;
 }
 
