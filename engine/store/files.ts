@@ -37,7 +37,7 @@ function openRegular(file: string, flags: number, mode = 0o644): number {
 }
 
 /** `openRegular`, with the size and identity its fstat saw (so a reader need not stat the file again). */
-export function openRegularSized(file: string, flags: number, mode = 0o644): { fd: number; size: number; inode: string } {
+export function openRegularSized(file: string, flags: number, mode = 0o644): { fd: number; size: number; inode: string; stat: Stats } {
   let fd: number;
   try {
     fd = openSync(file, flags | O_NOFOLLOW | O_NONBLOCK, mode);
@@ -53,7 +53,7 @@ export function openRegularSized(file: string, flags: number, mode = 0o644): { f
     closeSync(fd);
     throw new NotRegularFile(file, describeType(stat));
   }
-  return { fd, size: stat.size, inode: `${stat.dev}:${stat.ino}` };
+  return { fd, size: stat.size, inode: `${stat.dev}:${stat.ino}`, stat };
 }
 
 /**
@@ -82,7 +82,7 @@ function readAllFd(fd: number, size: number, first?: Buffer): Buffer {
 }
 
 /** A regular file opened to read it, with its size; undefined when it does not exist. */
-function openToRead(file: string): { fd: number; size: number } | undefined {
+function openToRead(file: string): { fd: number; size: number; stat: Stats } | undefined {
   try {
     return openRegularSized(file, O_RDONLY);
   } catch (error) {
@@ -97,6 +97,20 @@ export function readRegular(file: string): string | undefined {
   if (!opened) return undefined;
   try {
     return readOpened(opened.fd, opened.size);
+  } finally {
+    closeSync(opened.fd);
+  }
+}
+
+/**
+ * `readRegular`, with what the open file's fstat said of it: for a reader that would otherwise
+ * `lstat` the file first (the open refuses a link or a FIFO as an `lstat` would show it).
+ */
+export function readRegularStat(file: string): { text: string; stat: Stats } | undefined {
+  const opened = openToRead(file);
+  if (!opened) return undefined;
+  try {
+    return { text: readOpened(opened.fd, opened.size), stat: opened.stat };
   } finally {
     closeSync(opened.fd);
   }

@@ -21,8 +21,8 @@ import { mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { hasPath } from '../util/json-path.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { readRegular } from './files.js';
-import { statFiles } from './parallel-stat.js';
+import { readRegular, readRegularStat } from './files.js';
+import { statFiles, type FileStat } from './parallel-stat.js';
 import { wrongId } from './types.js';
 
 const FORMAT = 'pipeline-index 4';
@@ -127,36 +127,58 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   let changed = false;
   let c = 0;
   const prefix = `${proposalsDir}/`;
-  // lstat: a link, FIFO or directory named like a proposal is reported (malformed), never followed.
-  const stats = statFiles(prefix, ids, '.json');
+  // lstat (or the open of a file not in the cache): a link, FIFO or directory named like a proposal
+  // is reported (malformed), never followed. Without a cache every file is read: no stats at all.
+  const stats = statFiles(prefix, cached.length > 0 ? ids : [], '.json');
   try {
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i]!;
       if (i === stats.from) await stats.ready();
-      const stat = stats.at(i);
-      if (stat === undefined) continue;
+      while (c < cached.length && cached[c]!.slice(0, 26) < id) {
+        c++;
+        changed = true; // a cached entry whose file is gone
+      }
+      const previous = c < cached.length && cached[c]!.startsWith(id) ? cached[c++]! : undefined;
+      const file = `${prefix}${id}.json`;
+      let stat: FileStat;
+      let text: string | undefined;
+      if (previous === undefined) {
+        // Not in the cache (a new file; every file, the first time): it is read anyway, and its
+        // fstat is the signature — no lstat before the open.
+        try {
+          const read = readRegularStat(file);
+          text = read?.text;
+          stat = read && { mtimeMs: read.stat.mtimeMs, size: read.stat.size, ino: read.stat.ino };
+        } catch {
+          stat = null; // a link, FIFO or directory named like a proposal, or unreadable: malformed
+        }
+      } else stat = stats.at(i);
+      if (stat === undefined) {
+        if (previous !== undefined) changed = true;
+        continue; // removed meanwhile
+      }
       if (stat === null) {
+        if (previous !== undefined) changed = true;
         out.ids.push(id);
         out.statuses.push(null);
         out.marks.push(0);
         continue;
       }
       const signature = `${stat.mtimeMs}\t${stat.size}\t${stat.ino}`;
-      while (c < cached.length && cached[c]!.slice(0, 26) < id) {
-        c++;
-        changed = true; // a cached entry whose file is gone
-      }
-      const previous = c < cached.length && cached[c]!.startsWith(id) ? cached[c++]! : undefined;
       let line: string;
       if (previous !== undefined && previous.endsWith(signature) && stat.mtimeMs < trustedBefore) line = previous;
       else {
-        let text: string | undefined;
-        try {
-          text = readRegular(`${prefix}${id}.json`);
-        } catch {
-          text = ''; // replaced by something that is not a file meanwhile: malformed
+        if (text === undefined) {
+          try {
+            text = readRegular(file);
+          } catch {
+            text = ''; // replaced by something that is not a file meanwhile: malformed
+          }
+          if (text === undefined) {
+            changed = true;
+            continue; // removed meanwhile
+          }
         }
-        if (text === undefined) continue; // removed meanwhile
         scanReads.count++;
         const head = parseHead(text, markFields, id);
         if (keep && head.record && head.status !== null && keep.into.size < keep.budget && keep.wanted(head.status))
