@@ -293,13 +293,15 @@ export class FileStore implements Store {
     // Files the scan has to read anyway (new or changed since the index) are listed from that
     // read: the first listing of a store costs one read and parse per file, not two.
     const wanted = statusFilter(query);
-    const keep: KeepReads = { wanted, budget: LIST_KEEP_BUDGET, into: new Map() };
+    // Each entry is read below and kept by its own status: the scan need not stat those it would
+    // list by their indexed status (unless a mark is to leave some out, which only the index knows).
+    const keep: KeepReads = { wanted, budget: LIST_KEEP_BUDGET, into: new Map(), readsListed: query.without === undefined };
     for await (const entry of this.indexed(query, keep)) {
       const kept = keep.into.get(entry.id);
       keep.into.delete(entry.id);
       const read: ReadResult = kept ? { kind: 'found', stored: { id: entry.id, proposal: kept.record, version: kept.text } } : await this.read(entry.id);
       if (read.kind === 'malformed') yield { kind: 'malformed', id: entry.id, reason: read.reason };
-      else if (read.kind === 'found' && statusFilter(query)(read.stored.proposal['status'])) yield read;
+      else if (read.kind === 'found' && wanted(read.stored.proposal['status'])) yield read;
     }
   }
 

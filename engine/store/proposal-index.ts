@@ -83,6 +83,19 @@ export interface KeepReads {
   wanted: (status: string) => boolean;
   budget: number;
   into: Map<string, ReadDuringScan>;
+  /**
+   * The caller reads every entry it is given and keeps it only if the file's own status is wanted
+   * (a listing by status, with no mark to leave out): an indexed entry of a wanted status is then
+   * passed on without a stat — a file changed since is read by the caller anyway. Entries of
+   * other statuses are checked as always, so none that became wanted is missed.
+   */
+  readsListed?: boolean;
+}
+
+/** Does a cache line record a status (not a malformed file) that `wanted` accepts? */
+function listedAsIndexed(line: string, wanted: (status: string) => boolean): boolean {
+  const status = line.slice(27, line.indexOf('\t', 27));
+  return status !== '' && wanted(status);
 }
 
 /** The cached lines and the start of the scan that wrote them (ms since the epoch). */
@@ -130,6 +143,53 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   // lstat (or the open of a file not in the cache): a link, FIFO or directory named like a proposal
   // is reported (malformed), never followed. Without a cache every file is read: no stats at all.
   const stats = statFiles(prefix, cached.length > 0 ? ids : [], '.json');
+  /**
+   * The cache line of `id` (at `i`), checked against its file and read again when it changed;
+   * null: not a regular file (malformed); undefined: gone.
+   */
+  const check = (i: number, id: string, previous: string | undefined): string | null | undefined => {
+    const file = `${prefix}${id}.json`;
+    let stat: FileStat;
+    let text: string | undefined;
+    if (previous === undefined) {
+      // Not in the cache (a new file; every file, the first time): it is read anyway, and its
+      // fstat is the signature — no lstat before the open.
+      try {
+        const read = readRegularStat(file);
+        text = read?.text;
+        stat = read && { mtimeMs: read.stat.mtimeMs, size: read.stat.size, ino: read.stat.ino };
+      } catch {
+        stat = null; // a link, FIFO or directory named like a proposal, or unreadable: malformed
+      }
+    } else stat = stats.at(i);
+    if (stat === undefined || stat === null) {
+      if (previous !== undefined) changed = true;
+      return stat;
+    }
+    const signature = `${stat.mtimeMs}\t${stat.size}\t${stat.ino}`;
+    if (previous !== undefined && previous.endsWith(signature) && stat.mtimeMs < trustedBefore) return previous;
+    if (text === undefined) {
+      try {
+        text = readRegular(file);
+      } catch {
+        text = ''; // replaced by something that is not a file meanwhile: malformed
+      }
+      if (text === undefined) {
+        changed = true;
+        return undefined; // removed meanwhile
+      }
+    }
+    scanReads.count++;
+    const head = parseHead(text, markFields, id);
+    if (keep && head.record && head.status !== null && keep.into.size < keep.budget && keep.wanted(head.status))
+      keep.into.set(id, { text, record: head.record });
+    // A status with a tab or a newline is not a state of any machine; keep the line intact.
+    const line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${signature}`;
+    // A racy entry read again to the same line changes nothing, unless this scan's record of it
+    // would be trusted next time: then the cache is written again for that.
+    if (line !== previous || stat.mtimeMs < scanStart - RACY_MS) changed = true;
+    return line;
+  };
   try {
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i]!;
@@ -139,55 +199,14 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
         changed = true; // a cached entry whose file is gone
       }
       const previous = c < cached.length && cached[c]!.startsWith(id) ? cached[c++]! : undefined;
-      const file = `${prefix}${id}.json`;
-      let stat: FileStat;
-      let text: string | undefined;
-      if (previous === undefined) {
-        // Not in the cache (a new file; every file, the first time): it is read anyway, and its
-        // fstat is the signature — no lstat before the open.
-        try {
-          const read = readRegularStat(file);
-          text = read?.text;
-          stat = read && { mtimeMs: read.stat.mtimeMs, size: read.stat.size, ino: read.stat.ino };
-        } catch {
-          stat = null; // a link, FIFO or directory named like a proposal, or unreadable: malformed
-        }
-      } else stat = stats.at(i);
-      if (stat === undefined) {
-        if (previous !== undefined) changed = true;
-        continue; // removed meanwhile
-      }
-      if (stat === null) {
-        if (previous !== undefined) changed = true;
+      // A listing reads what it lists: an entry it wants by its indexed status needs no stat here.
+      const line = previous !== undefined && keep?.readsListed && listedAsIndexed(previous, keep.wanted) ? previous : check(i, id, previous);
+      if (line === undefined) continue;
+      if (line === null) {
         out.ids.push(id);
         out.statuses.push(null);
         out.marks.push(0);
         continue;
-      }
-      const signature = `${stat.mtimeMs}\t${stat.size}\t${stat.ino}`;
-      let line: string;
-      if (previous !== undefined && previous.endsWith(signature) && stat.mtimeMs < trustedBefore) line = previous;
-      else {
-        if (text === undefined) {
-          try {
-            text = readRegular(file);
-          } catch {
-            text = ''; // replaced by something that is not a file meanwhile: malformed
-          }
-          if (text === undefined) {
-            changed = true;
-            continue; // removed meanwhile
-          }
-        }
-        scanReads.count++;
-        const head = parseHead(text, markFields, id);
-        if (keep && head.record && head.status !== null && keep.into.size < keep.budget && keep.wanted(head.status))
-          keep.into.set(id, { text, record: head.record });
-        // A status with a tab or a newline is not a state of any machine; keep the line intact.
-        line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${signature}`;
-        // A racy entry read again to the same line changes nothing, unless this scan's record of it
-        // would be trusted next time: then the cache is written again for that.
-        if (line !== previous || stat.mtimeMs < scanStart - RACY_MS) changed = true;
       }
       const first = line.indexOf('\t', 27);
       const second = line.indexOf('\t', first + 1);

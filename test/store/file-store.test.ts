@@ -251,6 +251,29 @@ describe('file store: files', () => {
       await store.commit({ id: ids[0]!, version, next, audit: [{ ...created, id: ids[0]!, event: 'approve', from: 'confirmed', to: 'approved' }] }),
     ).toMatchObject({ ok: true });
   });
+  it('lists by what each file says now, even where a settled index says otherwise', async () => {
+    const store = make();
+    const ids = ['01ARZ3NDEKTSV4RRFFQ69G5FA1', '01ARZ3NDEKTSV4RRFFQ69G5FA2', '01ARZ3NDEKTSV4RRFFQ69G5FA3', '01ARZ3NDEKTSV4RRFFQ69G5FA4'];
+    const dir = path.join(store.location, 'proposals');
+    mkdirSync(dir, { recursive: true });
+    const file = (id: string) => path.join(dir, `${id}.json`);
+    const past = new Date(Date.now() - 60_000);
+    const write = (id: string, status: string) => {
+      writeFileSync(file(id), `${JSON.stringify({ ...pending, id, status }, null, 2)}\n`);
+      utimesSync(file(id), past, past);
+    };
+    for (const id of ids) write(id, 'confirmed');
+    await store.counts(['confirmed']); // indexed, and trusted: written a minute before
+    const listed = async (status: string) => (await all(store.list({ status }))).map((entry) => (entry.kind === 'found' ? entry.stored.id : entry.kind));
+    expect(await listed('confirmed')).toEqual(ids);
+    write(ids[0]!, 'pending'); // changed by hand, its mtime put back
+    rmSync(file(ids[1]!)); // gone
+    writeFileSync(file(ids[2]!), '{"status": "confirmed", trunc'); // broken
+    // A malformed file is reported by every listing.
+    expect(await listed('confirmed')).toEqual(['malformed', ids[3]]);
+    expect(await listed('pending')).toEqual([ids[0], 'malformed']);
+  });
+
   it('sweeps the temp files of dead processes at recovery, and leaves a live process its own', async () => {
     const store = make();
     await seed(store);
