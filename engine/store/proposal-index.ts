@@ -87,15 +87,23 @@ export interface KeepReads {
    * The caller reads every entry it is given and keeps it only if the file's own status is wanted
    * (a listing by status, with no mark to leave out): an indexed entry of a wanted status is then
    * passed on without a stat — a file changed since is read by the caller anyway. Entries of
-   * other statuses are checked as always, so none that became wanted is missed.
+   * other statuses, and racy ones, are checked as always, so none that became wanted is missed
+   * and none is settled unseen.
    */
   readsListed?: boolean;
 }
 
-/** Does a cache line record a status (not a malformed file) that `wanted` accepts? */
-function listedAsIndexed(line: string, wanted: (status: string) => boolean): boolean {
-  const status = line.slice(27, line.indexOf('\t', 27));
-  return status !== '' && wanted(status);
+/**
+ * Does a trusted cache line record a status (not a malformed file) that `wanted` accepts? A racy
+ * line (its file written within RACY_MS of the scan that recorded it) is checked as always: a scan
+ * that rewrites the cache must not carry it on as settled without a look at its file.
+ */
+function listedAsIndexed(line: string, wanted: (status: string) => boolean, trustedBefore: number): boolean {
+  const first = line.indexOf('\t', 27);
+  const status = line.slice(27, first);
+  if (status === '' || !wanted(status)) return false;
+  const mtime = line.indexOf('\t', first + 1) + 1;
+  return Number(line.slice(mtime, line.indexOf('\t', mtime))) < trustedBefore;
 }
 
 /** The cached lines and the start of the scan that wrote them (ms since the epoch). */
@@ -200,7 +208,7 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
       }
       const previous = c < cached.length && cached[c]!.startsWith(id) ? cached[c++]! : undefined;
       // A listing reads what it lists: an entry it wants by its indexed status needs no stat here.
-      const line = previous !== undefined && keep?.readsListed && listedAsIndexed(previous, keep.wanted) ? previous : check(i, id, previous);
+      const line = previous !== undefined && keep?.readsListed && listedAsIndexed(previous, keep.wanted, trustedBefore) ? previous : check(i, id, previous);
       if (line === undefined) continue;
       if (line === null) {
         out.ids.push(id);

@@ -274,6 +274,37 @@ describe('file store: files', () => {
     expect(await listed('pending')).toEqual([ids[0], 'malformed']);
   });
 
+  it('a listing settles no racy entry of the index without a look at its file', async () => {
+    // An entry recorded within two seconds of its file's write is racy: a later write in the
+    // same mtime step can keep its signature. A listing that rewrites the index must check it.
+    const store = make();
+    const [file, other] = ['01ARZ3NDEKTSV4RRFFQ69G5FB1', '01ARZ3NDEKTSV4RRFFQ69G5FB2'];
+    const dir = path.join(store.location, 'proposals');
+    mkdirSync(dir, { recursive: true });
+    const at = (id: string) => path.join(dir, `${id}.json`);
+    const past = new Date(Date.now() - 60_000);
+    writeFileSync(at(file), `${JSON.stringify({ ...pending, id: file, status: 'confirmed' }, null, 2)}\n`);
+    writeFileSync(at(other), `${JSON.stringify({ ...pending, id: other }, null, 2)}\n`);
+    for (const id of [file, other]) utimesSync(at(id), past, past);
+    await store.counts(['confirmed']); // settled
+    const step = Math.floor(Date.now() / 1000); // a whole second: put back exactly below
+    for (const id of [file, other]) utimesSync(at(id), step, step);
+    await store.counts(['confirmed']); // both recorded again, racy
+    // Rewritten in place in the same step: same size, same inode, the mtime put back.
+    writeFileSync(at(file), readFileSync(at(file), 'utf8').replace('"confirmed"', '"rejected" '));
+    utimesSync(at(file), step, step);
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() + 5_000); // the racy entries are old enough to settle now
+      const listed = async (status: string) => (await all(store.list({ status }))).map((entry) => (entry.kind === 'found' ? entry.stored.id : entry.kind));
+      expect(await listed('confirmed')).toEqual([]); // and the index is written again (the other one settles)
+      expect((await store.counts(['confirmed', 'rejected'])).counts).toMatchObject({ confirmed: 0, rejected: 1 });
+      expect(await listed('rejected')).toEqual([file]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('sweeps the temp files of dead processes at recovery, and leaves a live process its own', async () => {
     const store = make();
     await seed(store);
