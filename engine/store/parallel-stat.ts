@@ -9,7 +9,7 @@ import { lstatSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 
 /** What the signature of a file is made of; `undefined`: gone; `null`: not a regular file. */
-export type FileStat = { mtimeMs: number; size: number; ino: number } | null | undefined;
+export type FileStat = { mtimeMs: number; size: number; ino: number; ctimeMs: number } | null | undefined;
 
 let parallelFrom = 40_000;
 /** How long the caller waits for the worker's half before it stats that half itself. */
@@ -34,9 +34,9 @@ const out = new Float64Array(shared, 8);
 try {
   for (let i = 0; i < count; i++) {
     const stat = lstatSync(prefix + names.slice(i * 26, i * 26 + 26) + suffix, { throwIfNoEntry: false });
-    const at = i * 4;
+    const at = i * 5;
     out[at] = !stat ? 0 : stat.isFile() ? 1 : 2;
-    if (stat) { out[at + 1] = stat.mtimeMs; out[at + 2] = stat.size; out[at + 3] = stat.ino; }
+    if (stat) { out[at + 1] = stat.mtimeMs; out[at + 2] = stat.size; out[at + 3] = stat.ino; out[at + 4] = stat.ctimeMs; }
   }
   Atomics.store(flag, 0, 1);
 } catch {
@@ -49,7 +49,7 @@ let workerScript = WORKER;
 function statOne(file: string): FileStat {
   const stat = lstatSync(file, { throwIfNoEntry: false });
   if (!stat) return undefined;
-  return stat.isFile() ? { mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino } : null;
+  return stat.isFile() ? { mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino, ctimeMs: stat.ctimeMs } : null;
 }
 
 /**
@@ -78,7 +78,7 @@ export function statFiles(prefix: string, ids: readonly string[], suffix: string
   let shared: SharedArrayBuffer;
   let worker: Worker;
   try {
-    shared = new SharedArrayBuffer(8 + count * 4 * 8);
+    shared = new SharedArrayBuffer(8 + count * 5 * 8);
     // Loaded here: only a listing of tens of thousands of files starts a thread.
     const { Worker } = process.getBuiltinModule('node:worker_threads');
     worker = new Worker(workerScript, { eval: true, workerData: { prefix, names: ids.slice(half).join(''), count, suffix, shared } });
@@ -116,11 +116,11 @@ export function statFiles(prefix: string, ids: readonly string[], suffix: string
     at: (i) => {
       if (i < half || !done) return sync(i);
       statsFromWorker.count++;
-      const at = (i - half) * 4;
+      const at = (i - half) * 5;
       const kind = out[at];
       if (kind === 0) return undefined;
       if (kind === 2) return null;
-      return { mtimeMs: out[at + 1]!, size: out[at + 2]!, ino: out[at + 3]! };
+      return { mtimeMs: out[at + 1]!, size: out[at + 2]!, ino: out[at + 3]!, ctimeMs: out[at + 4]! };
     },
   };
 }

@@ -1,15 +1,17 @@
 /**
  * A cache of each proposal file's status (and which of a few declared fields it has, e.g. the
- * promotion stamp), validated against the file's (mtime, size, inode) on every use, so `status`
- * and `list` cost one stat per proposal instead of one read and parse. Any change to a file — by
- * the engine (a rename: new inode) or by hand — is seen and the file read again. The cache is
- * never required for correctness: delete it and it is rebuilt.
+ * promotion stamp), validated against the file's (mtime, size, inode, ctime) on every use, so
+ * `status` and `list` cost one stat per proposal instead of one read and parse. Any change to a
+ * file — by the engine (a rename: new inode) or by hand — is seen and the file read again; an
+ * edit in place whose mtime was put back (`touch -r`, `utimes`) still moves the ctime, which no
+ * user can set. The cache is never required for correctness: delete it and it is rebuilt.
  *
  * A signature is trusted only once it is old enough (git's "racy" entries): a file system keeps
  * mtimes in steps (a clock tick on ext4, a second on some, two on FAT), and a file replaced twice
  * within one step can come back with the same size and, since a rename frees an inode for the
  * next temp file, the same inode number — the same signature over another status. An entry whose
- * mtime is within RACY_MS of the start of the scan that recorded it is read again each time; it is
+ * last change (the later of mtime and ctime) is within RACY_MS of the start of the scan that
+ * recorded it is read again each time; it is
  * trusted once a later scan has recorded it (the cache is rewritten for that when one settles).
  * (A file renamed into place carries the mtime of its write, a little older than the rename: the
  * replaced inode stays linked until then, so the new file never has its number.)
@@ -25,7 +27,7 @@ import { readRegular, readRegularStat } from './files.js';
 import { statFiles, type FileStat } from './parallel-stat.js';
 import { wrongId } from './types.js';
 
-const FORMAT = 'pipeline-index 4';
+const FORMAT = 'pipeline-index 5';
 /** How close to a scan's start an mtime is too close to trust (see above): FAT's two-second steps. */
 const RACY_MS = 2000;
 
@@ -99,11 +101,11 @@ export interface KeepReads {
  * that rewrites the cache must not carry it on as settled without a look at its file.
  */
 function listedAsIndexed(line: string, wanted: (status: string) => boolean, trustedBefore: number): boolean {
-  const first = line.indexOf('\t', 27);
-  const status = line.slice(27, first);
+  const status = line.slice(27, line.indexOf('\t', 27));
   if (status === '' || !wanted(status)) return false;
-  const mtime = line.indexOf('\t', first + 1) + 1;
-  return Number(line.slice(mtime, line.indexOf('\t', mtime))) < trustedBefore;
+  // id, status, marks, then the signature: mtime, size, inode, ctime.
+  const fields = line.split('\t');
+  return Math.max(Number(fields[3]), Number(fields[6])) < trustedBefore;
 }
 
 /** The cached lines and the start of the scan that wrote them (ms since the epoch). */
@@ -165,7 +167,7 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
       try {
         const read = readRegularStat(file);
         text = read?.text;
-        stat = read && { mtimeMs: read.stat.mtimeMs, size: read.stat.size, ino: read.stat.ino };
+        stat = read && { mtimeMs: read.stat.mtimeMs, size: read.stat.size, ino: read.stat.ino, ctimeMs: read.stat.ctimeMs };
       } catch {
         stat = null; // a link, FIFO or directory named like a proposal, or unreadable: malformed
       }
@@ -174,8 +176,9 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
       if (previous !== undefined) changed = true;
       return stat;
     }
-    const signature = `${stat.mtimeMs}\t${stat.size}\t${stat.ino}`;
-    if (previous !== undefined && previous.endsWith(signature) && stat.mtimeMs < trustedBefore) return previous;
+    const signature = `${stat.mtimeMs}\t${stat.size}\t${stat.ino}\t${stat.ctimeMs}`;
+    const changedAt = Math.max(stat.mtimeMs, stat.ctimeMs);
+    if (previous !== undefined && previous.endsWith(signature) && changedAt < trustedBefore) return previous;
     if (text === undefined) {
       try {
         text = readRegular(file);
@@ -195,7 +198,7 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
     const line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${signature}`;
     // A racy entry read again to the same line changes nothing, unless this scan's record of it
     // would be trusted next time: then the cache is written again for that.
-    if (line !== previous || stat.mtimeMs < scanStart - RACY_MS) changed = true;
+    if (line !== previous || changedAt < scanStart - RACY_MS) changed = true;
     return line;
   };
   try {

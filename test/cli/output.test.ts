@@ -2,7 +2,7 @@
 import { rmSync, utimesSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Output, type Io } from '../../engine/cli/io.js';
 import { main } from '../../engine/cli/main.js';
 import { proposalInput, ROOT, tempDir } from '../helpers.js';
@@ -101,19 +101,27 @@ describe('a JSON array printed as it comes', () => {
     const { env, ids } = await bigStore();
     // Files at rest, and indexed: the listing reads each one when it comes to it (fresh files are
     // read by the index scan, all of them, before anything is listed).
+    // (A file's last change is the later of its mtime and its ctime, which utimes moves to now: the
+    // clock runs 5 s ahead.)
     const dir = path.join(env.PIPELINE_STORE!, 'proposals');
     const past = new Date(Date.now() - 60_000);
     for (const id of ids) utimesSync(path.join(dir, `${id}.json`), past, past);
-    expect(await main(['status'], io({ tty: false, env }))).toBe(0);
-    let written = '';
-    const listing = writingTo(env, (text) => {
-      // The last proposal goes away once the first chunk has left: a listing that read every file
-      // before printing has it already.
-      if (!written) rmSync(path.join(dir, `${ids.at(-1)}.json`));
-      written += text;
-    });
-    expect(await main(['list', '--json'], listing)).toBe(0);
-    expect(JSON.parse(written).map((proposal: { id: string }) => proposal.id)).toEqual(ids.slice(0, -1));
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(Date.now() + 5000);
+      expect(await main(['status'], io({ tty: false, env }))).toBe(0);
+      let written = '';
+      const listing = writingTo(env, (text) => {
+        // The last proposal goes away once the first chunk has left: a listing that read every file
+        // before printing has it already.
+        if (!written) rmSync(path.join(dir, `${ids.at(-1)}.json`));
+        written += text;
+      });
+      expect(await main(['list', '--json'], listing)).toBe(0);
+      expect(JSON.parse(written).map((proposal: { id: string }) => proposal.id)).toEqual(ids.slice(0, -1));
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('list --json whose stdout fails half-way fails and leaves no array that parses', async () => {

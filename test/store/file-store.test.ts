@@ -171,13 +171,32 @@ describe('file store: files', () => {
       return scanReads.count - before;
     };
     const now = Math.floor(Date.now() / 1000);
-    await withClockAt(now * 1000 + 500, async () => {
+    // A file's last change is the later of its mtime and its ctime (now, whatever utimes sets):
+    // the clock runs 5 s ahead, so the seed and the utimes below are settled changes.
+    await withClockAt(now * 1000 + 5000, async () => {
       utimesSync(file, now - 60, now - 60);
-      expect([await scans(), await scans()]).toEqual([1, 0]); // written a minute ago: read once
-      utimesSync(file, now, now);
+      expect([await scans(), await scans()]).toEqual([1, 0]); // changed seconds ago: read once
+      utimesSync(file, now + 5, now + 5);
       expect([await scans(), await scans()]).toEqual([1, 1]); // fresh: read each time
-      vi.setSystemTime(now * 1000 + 5000);
+      vi.setSystemTime(now * 1000 + 10_000);
       expect([await scans(), await scans()]).toEqual([1, 0]); // settled: recorded again, then trusted
+    });
+  });
+
+  it('sees an edit in place whose mtime was put back: the ctime moved', async () => {
+    const store = make();
+    await seed(store);
+    const file = path.join(store.location, 'proposals', `${ID}.json`);
+    const now = Math.floor(Date.now() / 1000);
+    await withClockAt(now * 1000 + 5000, async () => {
+      utimesSync(file, now - 60, now - 60);
+      expect((await store.counts(['pending', 'passed'])).counts).toEqual({ pending: 1, passed: 0 });
+      expect((await store.counts(['pending', 'passed'])).counts).toEqual({ pending: 1, passed: 0 }); // trusted
+      // Same size, same inode, the mtime put back (as `touch -r` does).
+      writeFileSync(file, readFileSync(file, 'utf8').replace('"pending"', '"passed" '));
+      utimesSync(file, now - 60, now - 60);
+      vi.setSystemTime(now * 1000 + 10_000); // the edit itself is settled too: only the signature tells
+      expect((await store.counts(['pending', 'passed'])).counts).toEqual({ pending: 0, passed: 1 });
     });
   });
 
@@ -185,26 +204,29 @@ describe('file store: files', () => {
     const store = make();
     await seed(store);
     const file = path.join(store.location, 'proposals', `${ID}.json`);
-    utimesSync(file, 1_000_000, 1_000_000); // long settled
+    utimesSync(file, 1_000_000, 1_000_000);
     const cache = path.join(store.location, '.index', 'proposals.tsv');
-    await store.counts(['pending']);
-    const [header, ...rest] = readFileSync(cache, 'utf8').split('\n');
-    expect(header).toMatch(/^pipeline-index 4\tpromoted_at\t\d+$/);
-    // The cached line now claims another status: only a cache the scan accepts would report it.
-    const lying = rest.map((line) => line.replace('\tpending\t', '\tlying\t'));
-    const counted = async (head: string) => {
-      writeFileSync(cache, [head, ...lying].join('\n'));
-      return (await store.counts(['pending', 'lying'])).counts;
-    };
-    expect(await counted(header!)).toEqual({ pending: 0, lying: 1 }); // accepted (and trusted)
-    for (const head of [
-      `${header} `,
-      header!.replace(/\d+$/, ' 12'),
-      header!.replace(/\d+$/, ''),
-      header!.replace('promoted_at', 'promoted_at\t'),
-      'pipeline-index 3\tpromoted_at',
-    ])
-      expect([head, await counted(head)]).toEqual([head, { pending: 1, lying: 0 }]);
+    // The clock 5 s ahead: the file's last change (its ctime, moved by utimes) is settled.
+    await withClockAt(Date.now() + 5000, async () => {
+      await store.counts(['pending']);
+      const [header, ...rest] = readFileSync(cache, 'utf8').split('\n');
+      expect(header).toMatch(/^pipeline-index 5\tpromoted_at\t\d+$/);
+      // The cached line now claims another status: only a cache the scan accepts would report it.
+      const lying = rest.map((line) => line.replace('\tpending\t', '\tlying\t'));
+      const counted = async (head: string) => {
+        writeFileSync(cache, [head, ...lying].join('\n'));
+        return (await store.counts(['pending', 'lying'])).counts;
+      };
+      expect(await counted(header!)).toEqual({ pending: 0, lying: 1 }); // accepted (and trusted)
+      for (const head of [
+        `${header} `,
+        header!.replace(/\d+$/, ' 12'),
+        header!.replace(/\d+$/, ''),
+        header!.replace('promoted_at', 'promoted_at\t'),
+        'pipeline-index 4\tpromoted_at',
+      ])
+        expect([head, await counted(head)]).toEqual([head, { pending: 1, lying: 0 }]);
+    });
   });
 
   it('works again after its caches are deleted', async () => {

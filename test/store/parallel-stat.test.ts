@@ -31,7 +31,7 @@ describe('stat by two threads', () => {
     expect(statsFromWorker.count - before).toBe(4);
     const file = (id: string) => {
       const real = lstatSync(path.join(dir, `${id}.json`));
-      return { mtimeMs: real.mtimeMs, size: real.size, ino: real.ino };
+      return { mtimeMs: real.mtimeMs, size: real.size, ino: real.ino, ctimeMs: real.ctimeMs };
     };
     expect(got).toEqual([file(ids[0]!), undefined, undefined, undefined, file(ids[4]!), null, null, file(ids[7]!)]);
   });
