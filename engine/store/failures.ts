@@ -93,6 +93,10 @@ export function describeFileStoreFailure(error: unknown, location: string): Pipe
     return new PipelineError('store.read_only', `the store at ${location} is read-only (${reason}): cannot ${what.replace(/^use /, 'write ')}`, {
       hint: 'only read commands (status, list, show, viz, rescore, pool top) work on a read-only store',
     });
+  if ((code === 'EACCES' || code === 'EPERM') && (error as { reading?: boolean }).reading === true)
+    return new PipelineError('store.not_readable', `the store at ${location} is not readable here (${reason}): cannot ${what.replace(/^use /, 'read ')}`, {
+      hint: `the user running pipeline needs read access to every file of ${location}`,
+    });
   if (code === 'EACCES' || code === 'EPERM')
     return new PipelineError('store.not_writable', `the store at ${location} is not writable here (${reason}): cannot ${what}`, {
       hint: `the user running pipeline needs read and write access to ${location}`,

@@ -20,7 +20,7 @@ import path from 'node:path';
 import { groupSyncOpen, NotRegularFile, writeAll } from '../util/atomic-write.js';
 import { isAlive } from './process-identity.js';
 
-const { O_RDONLY, O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
+const { O_RDONLY, O_WRONLY, O_RDWR, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
 
 function describeType(stat: Stats): string {
   if (stat.isSymbolicLink()) return 'a symbolic link';
@@ -46,6 +46,8 @@ export function openRegularSized(file: string, flags: number, mode = 0o644): { f
     if (code === 'ELOOP' || code === 'EMLINK') throw new NotRegularFile(file, 'a symbolic link');
     if (code === 'EISDIR') throw new NotRegularFile(file, 'a directory');
     if (code === 'ENXIO') throw new NotRegularFile(file, 'a FIFO or socket');
+    // Node's error does not say what the open was for: a refusal to read is told from one to write.
+    if ((code === 'EACCES' || code === 'EPERM') && (flags & (O_WRONLY | O_RDWR | O_CREAT)) === 0) Object.assign(error as object, { reading: true });
     throw error;
   }
   const stat = fstatSync(fd);

@@ -119,6 +119,29 @@ describe('a store this user cannot write', () => {
   });
 });
 
+describe('a store this user cannot read', () => {
+  const asRoot = process.getuid?.() === 0;
+  it('says which file it could not read, not that the store is not writable, exit 1', async () => {
+    const { store, id } = await storeWithProposal();
+    chmodSync(path.dirname(store), 0o755); // mkdtemp makes it 0700
+    const file = path.join(store, 'proposals', `${id}.json`);
+    spawnSync('chmod', ['-R', 'a+rX', store]);
+    chmodSync(file, 0o000);
+    const { root, bin } = asRoot ? readableCheckout('nobody') : { root: ROOT, bin: BIN };
+    const args = [bin, '--store', store, 'list', '--state', 'all'];
+    const command = asRoot ? ['runuser', '-u', 'nobody', '--', process.execPath, ...args] : [process.execPath, ...args];
+    const result = spawnSync(command[0]!, command.slice(1), {
+      cwd: root,
+      env: { ...process.env, PIPELINE_CONFIG_CACHE: 'off', HOME: '/nonexistent', NO_COLOR: '1' },
+      encoding: 'utf8',
+    });
+    chmodSync(file, 0o644);
+    expect(result.status, result.stderr).toBe(1);
+    expect(result.stderr).toContain(`error: the store at ${store} is not readable here (permission denied): cannot read ${file}`);
+    expect(result.stderr).not.toMatch(/internal error|\n\s+at /);
+  });
+});
+
 describe('describing store failures', () => {
   const system = (code: string, syscall: string, file: string) => Object.assign(new Error(`${code}: ${syscall} '${file}'`), { code, syscall, path: file });
 
