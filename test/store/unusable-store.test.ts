@@ -95,22 +95,28 @@ describe('a ledger or audit log that is a symbolic link', () => {
   });
 });
 
+const asRoot = process.getuid?.() === 0;
+
+/** `pipeline --store STORE ARGS…` as a user permissions stop: nobody when the tests run as root. */
+function asUnprivileged(store: string, args: string[]) {
+  const { root, bin } = asRoot ? readableCheckout('nobody') : { root: ROOT, bin: BIN };
+  const full = [bin, '--store', store, ...args];
+  const command = asRoot ? ['runuser', '-u', 'nobody', '--', process.execPath, ...full] : [process.execPath, ...full];
+  return spawnSync(command[0]!, command.slice(1), {
+    cwd: root,
+    env: { ...process.env, PIPELINE_CONFIG_CACHE: 'off', HOME: '/nonexistent', NO_COLOR: '1' },
+    encoding: 'utf8',
+  });
+}
+
 describe('a store this user cannot write', () => {
-  const asRoot = process.getuid?.() === 0;
   it('refuses a write command naming the store and the path, exit 1, and writes nothing', async () => {
     const { store, id } = await storeWithProposal();
     chmodSync(path.dirname(store), 0o755); // mkdtemp makes it 0700
     // Root is not stopped by permissions: it runs the binary as nobody. Anyone else loses write access.
     spawnSync('chmod', ['-R', asRoot ? 'a+rX' : 'a-w', store]);
     const proposal = readFileSync(path.join(store, 'proposals', `${id}.json`), 'utf8');
-    const { root, bin } = asRoot ? readableCheckout('nobody') : { root: ROOT, bin: BIN };
-    const args = [bin, '--store', store, 'confirm', id, '--visibility', 'org'];
-    const command = asRoot ? ['runuser', '-u', 'nobody', '--', process.execPath, ...args] : [process.execPath, ...args];
-    const result = spawnSync(command[0]!, command.slice(1), {
-      cwd: root,
-      env: { ...process.env, PIPELINE_CONFIG_CACHE: 'off', HOME: '/nonexistent', NO_COLOR: '1' },
-      encoding: 'utf8',
-    });
+    const result = asUnprivileged(store, ['confirm', id, '--visibility', 'org']);
     if (!asRoot) spawnSync('chmod', ['-R', 'u+w', store]);
     expect(result.status, result.stderr).toBe(1);
     expect(result.stderr).toMatch(new RegExp(`^error: the store at ${store} is not writable here \\(permission denied\\): cannot [a-z]+ (in )?${store}/`));
@@ -120,21 +126,13 @@ describe('a store this user cannot write', () => {
 });
 
 describe('a store this user cannot read', () => {
-  const asRoot = process.getuid?.() === 0;
   it('says which file it could not read, not that the store is not writable, exit 1', async () => {
     const { store, id } = await storeWithProposal();
     chmodSync(path.dirname(store), 0o755); // mkdtemp makes it 0700
     const file = path.join(store, 'proposals', `${id}.json`);
     spawnSync('chmod', ['-R', 'a+rX', store]);
     chmodSync(file, 0o000);
-    const { root, bin } = asRoot ? readableCheckout('nobody') : { root: ROOT, bin: BIN };
-    const args = [bin, '--store', store, 'list', '--state', 'all'];
-    const command = asRoot ? ['runuser', '-u', 'nobody', '--', process.execPath, ...args] : [process.execPath, ...args];
-    const result = spawnSync(command[0]!, command.slice(1), {
-      cwd: root,
-      env: { ...process.env, PIPELINE_CONFIG_CACHE: 'off', HOME: '/nonexistent', NO_COLOR: '1' },
-      encoding: 'utf8',
-    });
+    const result = asUnprivileged(store, ['list', '--state', 'all']);
     chmodSync(file, 0o644);
     expect(result.status, result.stderr).toBe(1);
     expect(result.stderr).toContain(`error: the store at ${store} is not readable here (permission denied): cannot read ${file}`);
