@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, ROOT, tempDir } from '../helpers.js';
@@ -56,6 +56,16 @@ describe('a closed stdout', () => {
 
   it('list --json | head -1: exit 0, nothing on stderr', async () => {
     const result = await readOneLineAndClose(['list', '--json'], bigStore());
+    expect(result.first).toBe('[');
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+
+  it('list --json | head -1 stops reading the store: a broken file at its end is never reached', async () => {
+    const env = bigStore();
+    // Listed last: a listing that read on to the end would report it on stderr.
+    writeFileSync(path.join(env.PIPELINE_STORE!, 'proposals', '01JC8Z00000000000000000000.json'), '{"broken');
+    const result = await readOneLineAndClose(['list', '--state', 'all', '--json'], env);
     expect(result.first).toBe('[');
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);

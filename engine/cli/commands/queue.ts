@@ -42,6 +42,9 @@ export async function runStatus(context: Context): Promise<number> {
 
 const LIST_USAGE = 'pipeline list [--state S|all] [--where FIELD=VALUE …] [--grep TEXT] [--json]';
 
+/** How many proposals `list` reads between two turns of the event loop. */
+const YIELD_EVERY = 256;
+
 export async function runList(context: Context): Promise<number> {
   const engine = await context.readEngine();
   const { pipeline } = engine;
@@ -66,7 +69,11 @@ export async function runList(context: Context): Promise<number> {
   const malformed: string[] = [];
   const tooDeep: string[] = [];
   const array = context.json ? context.out.arrayWriter() : undefined;
+  let read = 0;
   for await (const listed of engine.store.list(every ? {} : { status: state })) {
+    // The store's reads never leave the event loop a turn: give it one now and then, so a reader
+    // that went away (`| head`) ends the listing then, not after the whole store was read.
+    if (++read % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     if (listed.kind !== 'found') malformed.push(listed.id);
     else if (!matches(listed.stored.proposal, where, grep)) continue;
     else if (array) {
