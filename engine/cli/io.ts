@@ -25,6 +25,11 @@ export interface Io {
   onInterrupt(handler: (signal?: NodeJS.Signals) => void, signals?: readonly NodeJS.Signals[]): () => void;
   /** Did stdout's reader go away (`closed`: `pipeline list | head -1`, exit 0) or writing to it fail (`failed`, exit 1)? */
   stdoutLost?(): 'closed' | 'failed' | undefined;
+  /**
+   * Undefined when stdout takes more now; while it holds output its reader has not taken yet (a
+   * slow reader, or one gone: `| head`), a promise that settles when it has drained or closed.
+   */
+  drained?(): Promise<void> | undefined;
 }
 
 /** Work that must not be cut short (a run, a served page) holds an interrupt handler while it lasts. */
@@ -74,6 +79,17 @@ export function processIo(): Io {
       };
     },
     stdoutLost: () => stdoutLost,
+    drained() {
+      const out = process.stdout;
+      if (!out.writableNeedDrain || stdoutLost) return undefined;
+      return new Promise<void>((resolve) => {
+        const done = () => {
+          for (const event of ['drain', 'close', 'error']) out.off(event, done);
+          resolve();
+        };
+        for (const event of ['drain', 'close', 'error']) out.once(event, done);
+      });
+    },
   };
 }
 

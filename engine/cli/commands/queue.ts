@@ -71,9 +71,12 @@ export async function runList(context: Context): Promise<number> {
   const array = context.json ? context.out.arrayWriter() : undefined;
   let read = 0;
   for await (const listed of engine.store.list(every ? {} : { status: state })) {
-    // The store's reads never leave the event loop a turn: give it one now and then, so a reader
-    // that went away (`| head`) ends the listing then, not after the whole store was read.
-    if (++read % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    // Never ahead of the reader: what stdout holds waits for it, so a slow reader (`| less`) costs
+    // no memory and one gone (`| head`) ends the listing at once. The store's reads never leave
+    // the event loop a turn otherwise: it gets one now and then, for the pipe's news.
+    const drained = context.io.drained?.();
+    if (drained) await drained;
+    else if (++read % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     if (listed.kind !== 'found') malformed.push(listed.id);
     else if (!matches(listed.stored.proposal, where, grep)) continue;
     else if (array) {
