@@ -17,9 +17,12 @@
  * replaced inode stays linked until then, so the new file never has its number.)
  *
  * Kept lean for 100,000 files: the directory listing and the cache are both sorted by id and
- * merged, with no per-entry objects.
+ * merged, with no per-entry objects. The listing itself is skipped when the directory has not
+ * changed since a scan that recorded it, by the same rule (git's untracked cache does the same):
+ * a name added, removed or renamed in a directory moves its mtime and ctime, so an unchanged
+ * directory whose last change had settled before that scan holds the names the cache holds.
  */
-import { mkdirSync, readdirSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { hasPath } from '../util/json-path.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
@@ -33,6 +36,8 @@ const RACY_MS = 2000;
 
 /** For tests: how many proposal files scans have read. */
 export const scanReads = { count: 0 };
+/** For tests: how many scans took the directory's names from the cache instead of listing it. */
+export const directoryListingsSkipped = { count: 0 };
 const FILE_NAME = /^[0-7][0-9A-HJKMNP-TV-Z]{25}\.json$/;
 
 export interface ProposalScan {
@@ -108,9 +113,13 @@ function listedAsIndexed(line: string, wanted: (status: string) => boolean, trus
   return Math.max(Number(fields[3]), Number(fields[6])) < trustedBefore;
 }
 
-/** The cached lines and the start of the scan that wrote them (ms since the epoch). */
-function readCache(file: string, fields: string): { lines: string[]; scannedAt: number } {
-  const none = { lines: [], scannedAt: 0 };
+/**
+ * The cached lines, the start of the scan that wrote them (ms since the epoch), and the signature
+ * of the directory that scan listed when it could vouch for it (see `directorySignature`), with
+ * the number of lines it wrote (-1 without).
+ */
+function readCache(file: string, fields: string): { lines: string[]; scannedAt: number; directory: string; entries: number } {
+  const none = { lines: [], scannedAt: 0, directory: '', entries: -1 };
   let text: string | undefined;
   try {
     text = readRegular(file);
@@ -119,10 +128,35 @@ function readCache(file: string, fields: string): { lines: string[]; scannedAt: 
   }
   if (text === undefined) return none;
   const lines = text.split('\n');
-  // The header names the marked fields (another set means another cache) and when its scan began.
+  // The header names the marked fields (another set means another cache), when its scan began
+  // and, optionally, the directory's signature and how many lines follow (a cache cut short, say
+  // by a crash, is not taken for the whole directory).
   const header = `${FORMAT}\t${fields}\t`;
-  const time = lines[0]!.startsWith(header) ? lines[0]!.slice(header.length) : '';
-  return /^\d{1,15}$/.test(time) ? { lines: lines.slice(1), scannedAt: Number(time) } : none;
+  const rest = lines[0]!.startsWith(header) ? lines[0]!.slice(header.length) : '';
+  const match = /^(\d{1,15})(?:\t(\d+(?:\.\d+)?:\d+(?:\.\d+)?:\d+:\d+)\t(\d{1,9}))?$/.exec(rest);
+  if (!match) return none;
+  return { lines: lines.slice(1), scannedAt: Number(match[1]), directory: match[2] ?? '', entries: match[3] === undefined ? -1 : Number(match[3]) };
+}
+
+/** A directory's signature: what any change to its names moves (mtime, ctime), and which directory it is. */
+function directorySignature(stat: { mtimeMs: number; ctimeMs: number; ino: number; size: number }): string {
+  return `${stat.mtimeMs}:${stat.ctimeMs}:${stat.ino}:${stat.size}`;
+}
+
+/**
+ * The ids of the cached lines, when they are what a scan writes: one line per id, sorted, each
+ * starting with a proposal id (a hand-edited or broken cache means the directory is listed).
+ */
+function cachedIds(lines: readonly string[]): string[] | undefined {
+  const ids: string[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (line === '' && i === lines.length - 1) break;
+    const id = line.slice(0, 26);
+    if (line.charCodeAt(26) !== 9 || !FILE_NAME.test(`${id}.json`) || (ids.length > 0 && id <= ids[ids.length - 1]!)) return undefined;
+    ids.push(id);
+  }
+  return ids;
 }
 
 /**
@@ -130,21 +164,35 @@ function readCache(file: string, fields: string): { lines: string[]; scannedAt: 
  * since the last scan are read again; the cache file is rewritten only when something changed.
  */
 export async function scanProposals(proposalsDir: string, cacheFile: string, markFields: readonly string[], keep?: KeepReads): Promise<ProposalScan> {
-  let names: string[];
-  try {
-    names = readdirSync(proposalsDir);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { ids: [], statuses: [], marks: [] };
-    throw error;
+  // The directory's signature before its names are read: a name added after this moves it.
+  const directory = lstatSync(proposalsDir, { throwIfNoEntry: false });
+  if (!directory) return { ids: [], statuses: [], marks: [] };
+  const { lines: cached, scannedAt, directory: cachedDirectory, entries } = readCache(cacheFile, markFields.join(','));
+  const trustedBefore = scannedAt - RACY_MS;
+  const directoryChangedAt = Math.max(directory.mtimeMs, directory.ctimeMs);
+  const signature = directory.isDirectory() ? directorySignature(directory) : '';
+  let ids = signature !== '' && signature === cachedDirectory && directoryChangedAt < trustedBefore ? cachedIds(cached) : undefined;
+  if (ids?.length !== entries) ids = undefined;
+  if (ids) directoryListingsSkipped.count++;
+  else {
+    let names: string[];
+    try {
+      names = readdirSync(proposalsDir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { ids: [], statuses: [], marks: [] };
+      throw error;
+    }
+    ids = names
+      .filter((name) => FILE_NAME.test(name))
+      .map((name) => name.slice(0, 26))
+      .sort();
   }
-  const ids = names
-    .filter((name) => FILE_NAME.test(name))
-    .map((name) => name.slice(0, 26))
-    .sort();
   // Before any stat: every file this scan sees was last written no later than it saw it.
   const scanStart = Date.now();
-  const { lines: cached, scannedAt } = readCache(cacheFile, markFields.join(','));
-  const trustedBefore = scannedAt - RACY_MS;
+  // The directory's signature is recorded when the next scan can trust it: its last change had
+  // settled before this scan, and every name it holds is in the cache (a link, FIFO or directory
+  // named like a proposal is not: then the directory is listed each time, and it is reported).
+  let recordDirectory = directoryChangedAt < scanStart - RACY_MS ? signature : '';
   const out: ProposalScan = { ids: [], statuses: [], marks: [] };
   const lines: string[] = [];
   let changed = false;
@@ -214,6 +262,7 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
       const line = previous !== undefined && keep?.readsListed && listedAsIndexed(previous, keep.wanted, trustedBefore) ? previous : check(i, id, previous);
       if (line === undefined) continue;
       if (line === null) {
+        recordDirectory = '';
         out.ids.push(id);
         out.statuses.push(null);
         out.marks.push(0);
@@ -231,10 +280,13 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
     stats.close();
   }
   if (c < cached.length && cached.slice(c).some((line) => line !== '')) changed = true;
+  // A directory that settled since the cache was written is recorded, once: the next scan trusts it.
+  if (recordDirectory !== '' && recordDirectory !== cachedDirectory) changed = true;
   if (changed) {
+    const header = `${FORMAT}\t${markFields.join(',')}\t${scanStart}${recordDirectory === '' ? '' : `\t${recordDirectory}\t${lines.length}`}`;
     try {
       mkdirSync(path.dirname(cacheFile), { recursive: true });
-      await writeFileAtomic(cacheFile, `${FORMAT}\t${markFields.join(',')}\t${scanStart}\n${lines.join('\n')}\n`, { durable: false });
+      await writeFileAtomic(cacheFile, `${header}\n${lines.join('\n')}\n`, { durable: false });
     } catch {
       // A cache that cannot be written (a read-only store) is only slower next time.
     }

@@ -5,6 +5,7 @@ import {
   appendFileSync,
   closeSync,
   existsSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -22,7 +23,7 @@ import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { FileStore } from '../../engine/store/file-store.js';
 import { Journal } from '../../engine/store/journal.js';
-import { scanReads } from '../../engine/store/proposal-index.js';
+import { directoryListingsSkipped, scanReads } from '../../engine/store/proposal-index.js';
 import type { AuditRow, Store } from '../../engine/store/types.js';
 import { ROOT, tempDir } from '../helpers.js';
 import { LAYOUT, storeContract } from './contract.js';
@@ -210,7 +211,9 @@ describe('file store: files', () => {
     await withClockAt(Date.now() + 5000, async () => {
       await store.counts(['pending']);
       const [header, ...rest] = readFileSync(cache, 'utf8').split('\n');
-      expect(header).toMatch(/^pipeline-index 5\tpromoted_at\t\d+$/);
+      // The format, the marked fields, when the scan began, and the directory it listed (settled).
+      expect(header).toMatch(/^pipeline-index 5\tpromoted_at\t\d+\t[\d.]+:[\d.]+:\d+:\d+\t1$/);
+      const [format, fields, at, directory, entries] = header!.split('\t');
       // The cached line now claims another status: only a cache the scan accepts would report it.
       const lying = rest.map((line) => line.replace('\tpending\t', '\tlying\t'));
       const counted = async (head: string) => {
@@ -218,14 +221,114 @@ describe('file store: files', () => {
         return (await store.counts(['pending', 'lying'])).counts;
       };
       expect(await counted(header!)).toEqual({ pending: 0, lying: 1 }); // accepted (and trusted)
+      expect(await counted([format, fields, at].join('\t'))).toEqual({ pending: 0, lying: 1 }); // no directory: listed
       for (const head of [
         `${header} `,
-        header!.replace(/\d+$/, ' 12'),
-        header!.replace(/\d+$/, ''),
-        header!.replace('promoted_at', 'promoted_at\t'),
+        [format, fields, ` ${at}`, directory, entries].join('\t'),
+        [format, fields, '', directory, entries].join('\t'),
+        [format, fields, at, directory].join('\t'),
+        [format, fields, at, `${directory}:1`, entries].join('\t'),
+        [format, fields, at, 'x', entries].join('\t'),
+        [format, fields, at, directory, 'x'].join('\t'),
+        [format, `${fields}\t`, at, directory, entries].join('\t'),
         'pipeline-index 4\tpromoted_at',
       ])
         expect([head, await counted(head)]).toEqual([head, { pending: 1, lying: 0 }]);
+    });
+  });
+
+  it('lists the proposals directory only when it changed since a scan that saw it settled', async () => {
+    const store = make();
+    await seed(store);
+    const dir = path.join(store.location, 'proposals');
+    const skipped = async (statuses: string[]) => {
+      const before = directoryListingsSkipped.count;
+      const { counts } = await store.counts(statuses);
+      return [counts, directoryListingsSkipped.count - before];
+    };
+    const write = (id: string, status: string) => writeFileSync(path.join(dir, `${id}.json`), `${JSON.stringify({ ...pending, id, status }, null, 2)}\n`);
+    // Changed just now: not settled, so listed each time and never recorded.
+    expect([await skipped(['pending']), await skipped(['pending'])]).toEqual([
+      [{ pending: 1 }, 0],
+      [{ pending: 1 }, 0],
+    ]);
+    const header = () =>
+      readFileSync(path.join(store.location, '.index', 'proposals.tsv'), 'utf8')
+        .split('\n')[0]!
+        .split('\t');
+    expect(header()).toHaveLength(3); // format, fields, scan time
+    // Its mtime put back a minute: its ctime says it changed just now, so still not recorded.
+    const minuteAgo = Math.floor(Date.now() / 1000) - 60;
+    utimesSync(dir, minuteAgo, minuteAgo);
+    expect(await skipped(['pending'])).toEqual([{ pending: 1 }, 0]);
+    expect(header()).toHaveLength(3);
+    // The clock 5 s ahead: the directory's last change has settled. Recorded, then trusted.
+    await withClockAt(Date.now() + 5000, async () => {
+      expect(await skipped(['pending'])).toEqual([{ pending: 1 }, 0]);
+      expect(header()).toHaveLength(5); // and the directory, with how many lines follow
+      expect(await skipped(['pending'])).toEqual([{ pending: 1 }, 1]);
+      // A file added by hand moves the directory's mtime and ctime: listed again.
+      const added = '01ARZ3NDEKTSV4RRFFQ69G5FB1';
+      write(added, 'confirmed');
+      expect(await skipped(['pending', 'confirmed'])).toEqual([{ pending: 1, confirmed: 1 }, 0]);
+      // Its mtime put back exactly (`touch -r`): the ctime still moved.
+      utimesSync(dir, minuteAgo, minuteAgo);
+      const another = '01ARZ3NDEKTSV4RRFFQ69G5FB2';
+      vi.setSystemTime(Date.now() + 5000);
+      expect(await skipped(['pending', 'confirmed'])).toEqual([{ pending: 1, confirmed: 1 }, 0]);
+      expect(await skipped(['pending', 'confirmed'])).toEqual([{ pending: 1, confirmed: 1 }, 1]);
+      write(another, 'confirmed');
+      utimesSync(dir, minuteAgo, minuteAgo);
+      expect(lstatSync(dir).mtimeMs).toBe(minuteAgo * 1000);
+      vi.setSystemTime(Date.now() + 5000);
+      expect(await skipped(['pending', 'confirmed'])).toEqual([{ pending: 1, confirmed: 2 }, 0]);
+      // Removed by hand: listed again, and not counted.
+      expect(await skipped(['pending', 'confirmed'])).toEqual([{ pending: 1, confirmed: 2 }, 1]);
+      rmSync(path.join(dir, `${added}.json`));
+      expect(await skipped(['pending', 'confirmed'])).toEqual([{ pending: 1, confirmed: 1 }, 0]);
+    });
+  });
+
+  it('lists the directory each time while something named like a proposal is not a file (reported each time)', async () => {
+    const store = make();
+    await seed(store);
+    const dir = path.join(store.location, 'proposals');
+    const link = '01ARZ3NDEKTSV4RRFFQ69G5FB3';
+    symlinkSync(path.join(dir, `${ID}.json`), path.join(dir, `${link}.json`));
+    await withClockAt(Date.now() + 5000, async () => {
+      for (let round = 0; round < 3; round++) {
+        const before = directoryListingsSkipped.count;
+        const listed = (await all(store.list({ status: 'pending' }))).map((entry) => (entry.kind === 'found' ? entry.stored.id : `${entry.id} ${entry.kind}`));
+        expect([round, listed, directoryListingsSkipped.count - before]).toEqual([round, [ID, `${link} malformed`], 0]);
+      }
+    });
+  });
+
+  it('lists the directory when the cache under a trusted directory is not what a scan writes', async () => {
+    const store = make();
+    const ids = ['01ARZ3NDEKTSV4RRFFQ69G5FA1', '01ARZ3NDEKTSV4RRFFQ69G5FA2', '01ARZ3NDEKTSV4RRFFQ69G5FA3'];
+    const dir = path.join(store.location, 'proposals');
+    mkdirSync(dir, { recursive: true });
+    for (const id of ids) writeFileSync(path.join(dir, `${id}.json`), `${JSON.stringify({ ...pending, id }, null, 2)}\n`);
+    const cache = path.join(store.location, '.index', 'proposals.tsv');
+    await withClockAt(Date.now() + 5000, async () => {
+      expect((await store.counts(['pending'])).counts).toEqual({ pending: 3 });
+      const [header, ...rest] = readFileSync(cache, 'utf8').split('\n');
+      expect(header!.split('\t')).toHaveLength(5);
+      const [a, b, c] = rest;
+      // Out of order, one line twice, one left out (cut short), one not a proposal's: each file is
+      // counted as the directory says.
+      for (const broken of [
+        [b, a, c],
+        [a, a, c],
+        [a, b],
+        [a, `x${b}`, c],
+      ]) {
+        writeFileSync(cache, [header, ...broken, ''].join('\n'));
+        const before = directoryListingsSkipped.count;
+        const counts = (await store.counts(['pending'])).counts;
+        expect([broken.length, counts, directoryListingsSkipped.count - before]).toEqual([broken.length, { pending: 3 }, 0]);
+      }
     });
   });
 
