@@ -1,9 +1,12 @@
 /**
  * One `lstat` per proposal file is most of what `status` costs on a large store (~4 µs each,
  * 0.4 s at 100,000 here). From 40,000 files on (below that a thread's start-up eats the gain), a
- * worker thread takes the second half while the caller does the first, and hands its results over
- * in shared memory: the two halves run on two cores. Anything that goes wrong with the worker (it
- * cannot start, it fails, it is too slow) only means the caller stats the rest itself.
+ * worker thread stats from the end of the list while the caller goes from its start, and hands
+ * its results over in shared memory: the two run on two cores. The list is cut into chunks, and
+ * each chunk is claimed (an atomic compare-and-swap) by whichever side reaches it first, so the
+ * two meet wherever their speeds take them — the caller does more than stat each entry, and the
+ * worker starts later. Anything that goes wrong with the worker (it cannot start, it fails, it is
+ * too slow) only means the caller stats the rest itself.
  */
 import { lstatSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
@@ -12,35 +15,57 @@ import type { Worker } from 'node:worker_threads';
 export type FileStat = { mtimeMs: number; size: number; ino: number; ctimeMs: number } | null | undefined;
 
 let parallelFrom = 40_000;
-/** How long the caller waits for the worker's half before it stats that half itself. */
+/** How long the caller waits for the worker before it stats what is left itself. */
 const WAIT_MS = 30_000;
+/** Entries per chunk: what one side claims at a time. */
+let chunkSize = 512;
+
+/** A chunk's state in the shared array: nobody's yet, the worker's (being stat'ed), the worker's and done, the caller's. */
+const FREE = 0;
+const WORKER_BUSY = 1;
+const WORKER_DONE = 2;
+const CALLER = 3;
 
 /** For tests: how many results came from a worker. */
 export const statsFromWorker = { count: 0 };
 
-/** For tests: the number of files from which a worker takes half (and the script it runs). */
-export function setParallelStatFrom(files: number, script = WORKER): void {
+/** For tests: the caller lets the worker go first, until it is gone ('exit') or has claimed a chunk ('claim'). */
+let callerWaits: 'exit' | 'claim' | undefined;
+
+/**
+ * For tests: the number of files from which a worker helps, the script it runs, the chunk size,
+ * and whether the caller waits for the worker before it claims anything (so that what the test
+ * looks at does not depend on how fast a thread starts).
+ */
+export function setParallelStatFrom(files: number, options: { script?: string; chunk?: number; callerWaits?: 'exit' | 'claim' } = {}): void {
   parallelFrom = files;
-  workerScript = script;
+  workerScript = options.script ?? WORKER;
+  chunkSize = options.chunk ?? 512;
+  callerWaits = options.callerWaits;
 }
+
+/** Node 20 has it (V8 8.7 on); TypeScript declares it from es2024 on. */
+const waitAsync = (Atomics as unknown as { waitAsync(array: Int32Array, index: number, value: number): { async: boolean; value: Promise<string> | string } })
+  .waitAsync;
 
 // CommonJS run by the worker (eval): no module of ours to resolve from wherever the bundle is.
 const WORKER = `
 const { workerData } = require('node:worker_threads');
 const { lstatSync } = require('node:fs');
-const { prefix, names, count, suffix, shared } = workerData;
-const flag = new Int32Array(shared, 0, 1);
-const out = new Float64Array(shared, 8);
-try {
-  for (let i = 0; i < count; i++) {
+const { prefix, names, count, chunk, suffix, shared } = workerData;
+const chunks = Math.ceil(count / chunk);
+const state = new Int32Array(shared, 0, chunks);
+const out = new Float64Array(shared, Math.ceil(chunks / 2) * 8);
+for (let k = chunks - 1; k >= 0; k--) {
+  if (Atomics.compareExchange(state, k, ${FREE}, ${WORKER_BUSY}) !== ${FREE}) break;
+  for (let i = k * chunk; i < Math.min(count, (k + 1) * chunk); i++) {
     const stat = lstatSync(prefix + names.slice(i * 26, i * 26 + 26) + suffix, { throwIfNoEntry: false });
     const at = i * 5;
     out[at] = !stat ? 0 : stat.isFile() ? 1 : 2;
     if (stat) { out[at + 1] = stat.mtimeMs; out[at + 2] = stat.size; out[at + 3] = stat.ino; out[at + 4] = stat.ctimeMs; }
   }
-  Atomics.store(flag, 0, 1);
-} catch {
-  Atomics.store(flag, 0, 2);
+  Atomics.store(state, k, ${WORKER_DONE});
+  Atomics.notify(state, k);
 }
 `;
 
@@ -53,74 +78,92 @@ function statOne(file: string): FileStat {
 }
 
 /**
- * The stats of a list of files, read in order; `await ready()` before reading any at or past
- * `from`, and `close()` at the end (a scan that stops early stops the worker with it).
+ * The stats of a list of files, read in order: `await` what `claim(i)` returns (when it returns
+ * anything) before `at(i)` for each i, and `close()` at the end (a scan that stops early stops
+ * the worker with it). `claim` costs nothing but at the start of a chunk.
  */
 export interface FileStats {
+  claim(i: number): Promise<void> | undefined;
   at(i: number): FileStat;
-  from: number;
-  ready(): Promise<void>;
   close(): void;
 }
 
 /**
  * The stats of `prefix + ids[i] + suffix`. Ids are 26 characters (ULIDs). From `parallelFrom` ids
- * on, a worker that starts now stats the second half; `ready()` waits for it (its exit, its
- * error, or WAIT_MS) without blocking the event loop, and whatever it did not finish is stat'ed
- * here.
+ * on, a worker that starts now stats chunks from the end; a chunk it is still working on when the
+ * caller reaches it is waited for (its end, the worker's exit or error, or WAIT_MS) without
+ * blocking the event loop, and whatever the worker did not finish is stat'ed here.
  */
 export function statFiles(prefix: string, ids: readonly string[], suffix: string): FileStats {
   const sync = (i: number) => statOne(`${prefix}${ids[i]}${suffix}`);
-  const alone: FileStats = { at: sync, from: ids.length, ready: async () => {}, close: () => {} };
+  const alone: FileStats = { claim: () => undefined, at: sync, close: () => {} };
   if (ids.length < parallelFrom || ids.some((id) => id.length !== 26)) return alone;
-  const half = ids.length >> 1;
-  const count = ids.length - half;
+  const chunk = chunkSize;
+  const chunks = Math.ceil(ids.length / chunk);
   let shared: SharedArrayBuffer;
   let worker: Worker;
   try {
-    shared = new SharedArrayBuffer(8 + count * 5 * 8);
+    // The chunks' states (Int32, padded to a whole Float64), then five numbers per file.
+    shared = new SharedArrayBuffer(Math.ceil(chunks / 2) * 8 + ids.length * 5 * 8);
     // Loaded here: only a listing of tens of thousands of files starts a thread.
     const { Worker } = process.getBuiltinModule('node:worker_threads');
-    worker = new Worker(workerScript, { eval: true, workerData: { prefix, names: ids.slice(half).join(''), count, suffix, shared } });
+    worker = new Worker(workerScript, { eval: true, workerData: { prefix, names: ids.join(''), count: ids.length, chunk, suffix, shared } });
   } catch {
     return alone;
   }
-  const flag = new Int32Array(shared, 0, 1);
-  const out = new Float64Array(shared, 8);
-  // Settled when the worker is gone: its flag then says whether it finished.
+  const state = new Int32Array(shared, 0, chunks);
+  const out = new Float64Array(shared, Math.ceil(chunks / 2) * 8);
+  // Settled when the worker is gone (or given up on).
   let timer: NodeJS.Timeout | undefined;
-  const gone = new Promise<void>((resolve) => {
-    timer = setTimeout(() => {
-      void worker.terminate();
-      resolve();
-    }, WAIT_MS);
+  let gone = false;
+  const exited = new Promise<void>((resolve) => {
     const end = () => {
       clearTimeout(timer);
+      gone = true;
       resolve();
     };
+    timer = setTimeout(() => {
+      void worker.terminate();
+      end();
+    }, WAIT_MS);
     worker.once('exit', end);
     worker.once('error', end);
   });
-  const close = () => {
-    clearTimeout(timer);
-    void worker.terminate();
+  /** Per chunk: does the caller read the worker's results (true) or stat the files itself? */
+  const fromWorker = new Uint8Array(chunks);
+  const decide = (k: number): boolean => {
+    if (Atomics.compareExchange(state, k, FREE, CALLER) === FREE) return false;
+    const now = Atomics.load(state, k);
+    if (now === WORKER_DONE) fromWorker[k] = 1;
+    // Still being stat'ed by a worker that is gone: stat'ed here.
+    return now === WORKER_BUSY && !gone;
   };
-  let done = false;
   return {
-    from: half,
-    close,
-    ready: async () => {
-      await gone;
-      done = Atomics.load(flag, 0) === 1;
+    claim: (i) => {
+      if (i % chunk !== 0) return undefined;
+      const k = i / chunk;
+      if (!callerWaits && !decide(k)) return undefined;
+      return (async () => {
+        if (k === 0 && callerWaits === 'exit') await exited;
+        while (k === 0 && callerWaits === 'claim' && !gone && state.every((claimed) => claimed === FREE)) await new Promise((wake) => setTimeout(wake, 1));
+        while (decide(k)) {
+          const { async, value } = waitAsync(state, k, WORKER_BUSY);
+          if (async) await Promise.race([value, exited]);
+        }
+      })();
     },
     at: (i) => {
-      if (i < half || !done) return sync(i);
+      if (fromWorker[Math.floor(i / chunk)] !== 1) return sync(i);
       statsFromWorker.count++;
-      const at = (i - half) * 5;
+      const at = i * 5;
       const kind = out[at];
       if (kind === 0) return undefined;
       if (kind === 2) return null;
       return { mtimeMs: out[at + 1]!, size: out[at + 2]!, ino: out[at + 3]!, ctimeMs: out[at + 4]! };
+    },
+    close: () => {
+      clearTimeout(timer);
+      void worker.terminate();
     },
   };
 }

@@ -252,7 +252,8 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   try {
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i]!;
-      if (i === stats.from) await stats.ready();
+      const claimed = stats.claim(i);
+      if (claimed) await claimed;
       while (c < cached.length && cached[c]!.slice(0, 26) < id) {
         c++;
         changed = true; // a cached entry whose file is gone

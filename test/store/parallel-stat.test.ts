@@ -1,9 +1,9 @@
-/** A large proposals directory is stat'ed by two threads: the worker's half must read as the caller's. */
+/** A large proposals directory is stat'ed by two threads: what the worker reads must read as the caller's. */
 import { lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FileStore } from '../../engine/store/file-store.js';
-import { setParallelStatFrom, statFiles, statsFromWorker } from '../../engine/store/parallel-stat.js';
+import { type FileStat, type FileStats, setParallelStatFrom, statFiles, statsFromWorker } from '../../engine/store/parallel-stat.js';
 import { tempDir } from '../helpers.js';
 import { LAYOUT } from './contract.js';
 
@@ -12,23 +12,30 @@ const doc = (id: string, status: string) => `${JSON.stringify({ id, artifact_id:
 
 afterEach(() => setParallelStatFrom(40_000));
 
+/** Every stat, read as a scan reads them: claim each chunk, wait when told to, then read. */
+async function readAll(stats: FileStats, count: number): Promise<FileStat[]> {
+  const got: FileStat[] = [];
+  for (let i = 0; i < count; i++) {
+    const claimed = stats.claim(i);
+    if (claimed) await claimed;
+    got.push(stats.at(i));
+  }
+  stats.close();
+  return got;
+}
+
 describe('stat by two threads', () => {
-  it('reads every kind of entry in the worker’s half as lstat does: file, link, directory, missing', async () => {
+  it('reads every kind of entry the worker stats as lstat does: file, link, directory, missing', async () => {
     const dir = tempDir('pipeline-stat-');
     writeFileSync(path.join(dir, `${ids[0]}.json`), 'a');
     writeFileSync(path.join(dir, `${ids[4]}.json`), 'some bytes');
     symlinkSync(path.join(dir, `${ids[4]}.json`), path.join(dir, `${ids[5]}.json`));
     mkdirSync(path.join(dir, `${ids[6]}.json`));
     writeFileSync(path.join(dir, `${ids[7]}.json`), '');
-    setParallelStatFrom(2);
+    setParallelStatFrom(2, { chunk: 3, callerWaits: 'exit' });
     const before = statsFromWorker.count;
-    const stats = statFiles(`${dir}/`, ids, '.json');
-    const got: unknown[] = [];
-    for (let i = 0; i < ids.length; i++) {
-      if (i === stats.from) await stats.ready();
-      got.push(stats.at(i));
-    }
-    expect(statsFromWorker.count - before).toBe(4);
+    const got = await readAll(statFiles(`${dir}/`, ids, '.json'), ids.length);
+    expect(statsFromWorker.count - before).toBe(8);
     const file = (id: string) => {
       const real = lstatSync(path.join(dir, `${id}.json`));
       return { mtimeMs: real.mtimeMs, size: real.size, ino: real.ino, ctimeMs: real.ctimeMs };
@@ -36,37 +43,65 @@ describe('stat by two threads', () => {
     expect(got).toEqual([file(ids[0]!), undefined, undefined, undefined, file(ids[4]!), null, null, file(ids[7]!)]);
   });
 
-  it('waits for a worker that dies at its start without blocking, then stats its half itself', async () => {
+  it('gives each chunk to one side: the worker from the end, the caller from the start, meeting anywhere', async () => {
     const dir = tempDir('pipeline-stat-');
     for (const id of ids) writeFileSync(path.join(dir, `${id}.json`), id);
-    // As with a preload that fails in worker threads: the worker is gone before its script runs.
-    // Waiting for it by blocking the thread would hang for 30 s (and time this test out).
-    setParallelStatFrom(2, 'throw new Error("dies at its start")');
+    // A worker that takes the last chunk, waits until the caller has taken the first, then
+    // carries on as the real one does: it must stop at the caller's chunk.
+    const script = `const { workerData } = require('node:worker_threads');
+const { lstatSync } = require('node:fs');
+const { prefix, names, suffix, shared } = workerData;
+const state = new Int32Array(shared, 0, 4);
+const out = new Float64Array(shared, 16);
+const stat = (k) => { for (let i = k * 2; i < k * 2 + 2; i++) { const s = lstatSync(prefix + names.slice(i * 26, i * 26 + 26) + suffix); out[i * 5] = 1; out[i * 5 + 1] = s.mtimeMs; out[i * 5 + 2] = s.size; out[i * 5 + 3] = s.ino; out[i * 5 + 4] = s.ctimeMs; } Atomics.store(state, k, 2); Atomics.notify(state, k); };
+Atomics.store(state, 3, 1);
+while (Atomics.load(state, 0) === 0) Atomics.wait(state, 0, 0, 10);
+stat(3);
+for (let k = 2; k >= 0; k--) { if (Atomics.compareExchange(state, k, 0, 1) !== 0) break; stat(k); }`;
+    setParallelStatFrom(2, { script, chunk: 2, callerWaits: 'claim' });
     const before = statsFromWorker.count;
-    const stats = statFiles(`${dir}/`, ids, '.json');
-    expect(stats.from).toBe(4);
-    for (let i = 0; i < ids.length; i++) {
-      if (i === stats.from) await stats.ready();
-      expect(stats.at(i)).toEqual(expect.objectContaining({ size: 26 }));
-    }
+    const got = await readAll(statFiles(`${dir}/`, ids, '.json'), ids.length);
+    expect(got).toEqual(ids.map(() => expect.objectContaining({ size: 26 })));
+    // The caller took chunk 0 and, unless the worker got there first, chunk 1 or 2; the worker chunk 3 at least.
+    const fromWorker = statsFromWorker.count - before;
+    expect([2, 4, 6]).toContain(fromWorker);
+  }, 10_000);
+
+  it('stats a chunk itself when the worker died in it, without blocking or waiting 30 s', async () => {
+    const dir = tempDir('pipeline-stat-');
+    for (const id of ids) writeFileSync(path.join(dir, `${id}.json`), id);
+    // A worker that takes the first chunk and dies there (as one killed by a failing preload would).
+    const script = `const { workerData } = require('node:worker_threads');
+const state = new Int32Array(workerData.shared, 0, 1);
+Atomics.store(state, 0, 1);
+throw new Error('dies in its chunk');`;
+    setParallelStatFrom(2, { script, chunk: 4, callerWaits: 'claim' });
+    const before = statsFromWorker.count;
+    const got = await readAll(statFiles(`${dir}/`, ids, '.json'), ids.length);
+    expect(got).toEqual(ids.map(() => expect.objectContaining({ size: 26 })));
     expect(statsFromWorker.count).toBe(before);
   }, 10_000);
 
   it('stops the worker when the scan is closed early', async () => {
     const dir = tempDir('pipeline-stat-');
     for (const id of ids) writeFileSync(path.join(dir, `${id}.json`), id);
-    setParallelStatFrom(2, 'setInterval(() => {}, 1000)'); // a worker that would never finish
+    // A worker that takes the first chunk and never finishes it.
+    const script = `const { workerData } = require('node:worker_threads');
+Atomics.store(new Int32Array(workerData.shared, 0, 1), 0, 1);
+setInterval(() => {}, 1000);`;
+    setParallelStatFrom(2, { script, chunk: 8, callerWaits: 'claim' });
     const stats = statFiles(`${dir}/`, ids, '.json');
+    const claimed = stats.claim(0); // waits for the worker's chunk
     stats.close();
-    await stats.ready(); // settled by the worker's exit, not after the 30 s it would be given
+    await claimed; // settled by the worker's exit, not after the 30 s it would be given
     expect(stats.at(7)).toEqual(expect.objectContaining({ size: 26 }));
   }, 10_000);
 
-  it('keeps a store’s status index exact, and sees a hand edit in the worker’s half', async () => {
+  it('keeps a store’s status index exact, and sees a hand edit in what the worker stats', async () => {
     const dir = tempDir('pipeline-store-');
     mkdirSync(path.join(dir, 'proposals'), { recursive: true });
     for (const id of ids) writeFileSync(path.join(dir, 'proposals', `${id}.json`), doc(id, 'pending'));
-    setParallelStatFrom(2);
+    setParallelStatFrom(2, { chunk: 3, callerWaits: 'exit' });
     const store = new FileStore({ dir, ...LAYOUT });
     expect((await store.counts(['pending', 'confirmed'])).counts).toEqual({ pending: 8, confirmed: 0 });
     // The index records each file's (mtime, size, inode) as the worker saw them: they are the real ones.
@@ -84,6 +119,6 @@ describe('stat by two threads', () => {
     writeFileSync(edited, doc(ids[6]!, 'confirmed'));
     const before = statsFromWorker.count;
     expect((await store.counts(['pending', 'confirmed'])).counts).toEqual({ pending: 7, confirmed: 1 });
-    expect(statsFromWorker.count - before).toBe(4);
+    expect(statsFromWorker.count - before).toBe(8);
   });
 });
