@@ -22,7 +22,7 @@
  * a name added, removed or renamed in a directory moves its mtime and ctime, so an unchanged
  * directory whose last change had settled before that scan holds the names the cache holds.
  */
-import { lstatSync, mkdirSync, readdirSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { hasPath } from '../util/json-path.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
@@ -133,10 +133,30 @@ function readCache(file: string, fields: string): { lines: string[]; scannedAt: 
   // by a crash, is not taken for the whole directory).
   const header = `${FORMAT}\t${fields}\t`;
   const rest = lines[0]!.startsWith(header) ? lines[0]!.slice(header.length) : '';
-  const match = /^(\d{1,15})(?:\t(\d+(?:\.\d+)?:\d+(?:\.\d+)?:\d+:\d+)\t(\d{1,9}))?$/.exec(rest);
+  const match = /^(\d{1,15})(?:\t(-?\d+(?:\.\d+)?:-?\d+(?:\.\d+)?:\d+:\d+)\t(\d{1,9}))?$/.exec(rest);
   if (!match) return none;
   return { lines: lines.slice(1), scannedAt: Number(match[1]), directory: match[2] ?? '', entries: match[3] === undefined ? -1 : Number(match[3]) };
 }
+
+/**
+ * File systems whose times come from this machine's clock (Linux `statfs` magic numbers): ext2–4,
+ * XFS, Btrfs, tmpfs, ramfs, F2FS, ZFS, overlayfs. Only there is a directory's time comparable with
+ * `Date.now()`; on a network file system the server's clock sets it (and an attribute cache may
+ * serve an old one), so a directory there is listed on every scan.
+ */
+const LOCAL_FILE_SYSTEMS = new Set([0xef53, 0x58465342, 0x9123683e, 0x01021994, 0x858458f6, 0xf2f52010, 0x2fc12fc1, 0x794c7630]);
+
+/** For tests: whether the file system of a directory counts as local (see LOCAL_FILE_SYSTEMS). */
+export const localFileSystem = {
+  test(dir: string): boolean {
+    if (process.platform !== 'linux') return false;
+    try {
+      return LOCAL_FILE_SYSTEMS.has(statfsSync(dir).type);
+    } catch {
+      return false;
+    }
+  },
+};
 
 /** A directory's signature: what any change to its names moves (mtime, ctime), and which directory it is. */
 function directorySignature(stat: { mtimeMs: number; ctimeMs: number; ino: number; size: number }): string {
@@ -164,13 +184,16 @@ function cachedIds(lines: readonly string[]): string[] | undefined {
  * since the last scan are read again; the cache file is rewritten only when something changed.
  */
 export async function scanProposals(proposalsDir: string, cacheFile: string, markFields: readonly string[], keep?: KeepReads): Promise<ProposalScan> {
-  // The directory's signature before its names are read: a name added after this moves it.
+  // The directory's signature before its names are read, and the time then: a name added after
+  // this moves its times, to a later step of the file system's clock when its last change was
+  // over RACY_MS before it — however long the listing itself then takes.
+  const lookedAt = Date.now();
   const directory = lstatSync(proposalsDir, { throwIfNoEntry: false });
   if (!directory) return { ids: [], statuses: [], marks: [] };
   const { lines: cached, scannedAt, directory: cachedDirectory, entries } = readCache(cacheFile, markFields.join(','));
   const trustedBefore = scannedAt - RACY_MS;
   const directoryChangedAt = Math.max(directory.mtimeMs, directory.ctimeMs);
-  const signature = directory.isDirectory() ? directorySignature(directory) : '';
+  const signature = directory.isDirectory() && localFileSystem.test(proposalsDir) ? directorySignature(directory) : '';
   let ids = signature !== '' && signature === cachedDirectory && directoryChangedAt < trustedBefore ? cachedIds(cached) : undefined;
   if (ids?.length !== entries) ids = undefined;
   if (ids) directoryListingsSkipped.count++;
@@ -190,9 +213,9 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   // Before any stat: every file this scan sees was last written no later than it saw it.
   const scanStart = Date.now();
   // The directory's signature is recorded when the next scan can trust it: its last change had
-  // settled before this scan, and every name it holds is in the cache (a link, FIFO or directory
-  // named like a proposal is not: then the directory is listed each time, and it is reported).
-  let recordDirectory = directoryChangedAt < scanStart - RACY_MS ? signature : '';
+  // settled when this scan looked at it, and every name it holds is in the cache (a link, FIFO or
+  // directory named like a proposal is not: then the directory is listed each time, and reported).
+  let recordDirectory = directoryChangedAt < lookedAt - RACY_MS ? signature : '';
   const out: ProposalScan = { ids: [], statuses: [], marks: [] };
   const lines: string[] = [];
   let changed = false;

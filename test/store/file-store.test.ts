@@ -23,7 +23,7 @@ import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { FileStore } from '../../engine/store/file-store.js';
 import { Journal } from '../../engine/store/journal.js';
-import { directoryListingsSkipped, scanReads } from '../../engine/store/proposal-index.js';
+import { directoryListingsSkipped, localFileSystem, scanReads } from '../../engine/store/proposal-index.js';
 import type { AuditRow, Store } from '../../engine/store/types.js';
 import { ROOT, tempDir } from '../helpers.js';
 import { LAYOUT, storeContract } from './contract.js';
@@ -286,6 +286,65 @@ describe('file store: files', () => {
       expect(await skipped(['pending', 'confirmed'])).toEqual([{ pending: 1, confirmed: 2 }, 1]);
       rmSync(path.join(dir, `${added}.json`));
       expect(await skipped(['pending', 'confirmed'])).toEqual([{ pending: 1, confirmed: 1 }, 0]);
+    });
+  });
+
+  it('records the directory only if it had settled when the scan looked at it, however long the listing took', async () => {
+    const store = make();
+    await seed(store); // the directory changed just now
+    const header = () =>
+      readFileSync(path.join(store.location, '.index', 'proposals.tsv'), 'utf8')
+        .split('\n')[0]!
+        .split('\t');
+    // The first reading of the clock is the scan's look at the directory; every later one comes
+    // 5 s on, as after a listing that took that long (a slow disk, NFS, a huge directory).
+    const real = Date.now.bind(Date);
+    let first = true;
+    const clock = vi.spyOn(Date, 'now').mockImplementation(() => {
+      const now = first ? real() : real() + 5000;
+      first = false;
+      return now;
+    });
+    try {
+      expect((await store.counts(['pending'])).counts).toEqual({ pending: 1 });
+    } finally {
+      clock.mockRestore();
+    }
+    expect(header()).toHaveLength(3); // not recorded: a name added during the listing would share its times
+  });
+
+  it('lists the directory on every scan where its file system is not this machine’s (its clock is not ours)', async () => {
+    const store = make();
+    await seed(store);
+    const local = vi.spyOn(localFileSystem, 'test').mockReturnValue(false);
+    try {
+      await withClockAt(Date.now() + 5000, async () => {
+        for (let round = 0; round < 3; round++) {
+          const before = directoryListingsSkipped.count;
+          expect([round, (await store.counts(['pending'])).counts, directoryListingsSkipped.count - before]).toEqual([round, { pending: 1 }, 0]);
+        }
+      });
+    } finally {
+      local.mockRestore();
+    }
+    const header = readFileSync(path.join(store.location, '.index', 'proposals.tsv'), 'utf8').split('\n')[0]!;
+    expect(header.split('\t')).toHaveLength(3);
+  });
+
+  it('records and trusts a directory whose times are before 1970', async () => {
+    const store = make();
+    await seed(store);
+    const dir = path.join(store.location, 'proposals');
+    const sixties = new Date('1960-01-01T00:00:00Z'); // as a Date: Node takes a negative number of seconds for now
+    utimesSync(dir, sixties, sixties);
+    expect(lstatSync(dir).mtimeMs).toBe(-315_619_200_000);
+    await withClockAt(Date.now() + 5000, async () => {
+      const skipped = async () => {
+        const before = directoryListingsSkipped.count;
+        await store.counts(['pending']);
+        return directoryListingsSkipped.count - before;
+      };
+      expect([await skipped(), await skipped()]).toEqual([0, 1]);
     });
   });
 
