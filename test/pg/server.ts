@@ -8,7 +8,7 @@
  * binaries are missing — the PostgreSQL tests then skip with one line; under CI=true that is a
  * failure instead).
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -40,6 +40,25 @@ async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A detached watchdog that stops the server (and removes its directory) once the process that
+ * started it is gone without stopping it: killed, or ended by its output closing under it
+ * (`vitest | head`). Two servers left by such runs were found still up an hour later.
+ */
+function watchdog(stop: string[], dir: string): ChildProcess {
+  const script = `const [parent, dir, ...stop] = JSON.parse(process.argv[1]);
+const alive = () => { try { process.kill(parent, 0); return true; } catch (error) { return error.code === 'EPERM'; } };
+const timer = setInterval(() => {
+  if (alive()) return;
+  clearInterval(timer);
+  require('node:child_process').spawnSync(stop[0], stop.slice(1), { stdio: 'ignore' });
+  require('node:fs').rmSync(dir, { recursive: true, force: true });
+}, 500);`;
+  const child = spawn(process.execPath, ['-e', script, JSON.stringify([process.pid, dir, ...stop])], { detached: true, stdio: 'ignore' });
+  child.unref();
+  return child;
+}
+
 /** Start a server; throws with the server's own words when it does not come up. */
 export async function startPostgres(bin: string): Promise<PgServer> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pipeline-pg-'));
@@ -47,8 +66,10 @@ export async function startPostgres(bin: string): Promise<PgServer> {
   const sock = path.join(dir, 'sock');
   const asRoot = process.getuid?.() === 0;
   // As root, everything runs as the postgres user, which must own the temp directory.
+  const commandOf = (program: string, args: string[]) =>
+    asRoot ? ['runuser', '-u', 'postgres', '--', path.join(bin, program), ...args] : [path.join(bin, program), ...args];
   const run = (program: string, args: string[]) => {
-    const command = asRoot ? ['runuser', '-u', 'postgres', '--', path.join(bin, program), ...args] : [path.join(bin, program), ...args];
+    const command = commandOf(program, args);
     const result = spawnSync(command[0]!, command.slice(1), { encoding: 'utf8' });
     if (result.status !== 0) throw new Error(`${program} failed: ${result.stderr || result.stdout}`);
   };
@@ -75,11 +96,14 @@ export async function startPostgres(bin: string): Promise<PgServer> {
     '-o',
     `-k ${sock} -h 127.0.0.1 -p ${port} -c max_connections=200 -c idle_in_transaction_session_timeout=60000`,
   ]);
+  const stopArgs = ['-D', data, '-m', 'immediate', 'stop'];
+  const guard = watchdog(commandOf('pg_ctl', stopArgs), dir);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     stop() {
+      guard.kill();
       try {
-        run('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);
+        run('pg_ctl', stopArgs);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
