@@ -26,8 +26,9 @@ function isAlive(pid: number): boolean {
   return !(existsSync(stat) && / Z /.test(readFileSync(stat, 'utf8')));
 }
 
+/** Waits up to 10 s (a loaded machine reaps slowly); returns as soon as the process is gone. */
 async function eventuallyDead(pid: number): Promise<boolean> {
-  for (let i = 0; i < 100 && isAlive(pid); i++) await sleep(20);
+  for (let i = 0; i < 500 && isAlive(pid); i++) await sleep(20);
   return !isAlive(pid);
 }
 
@@ -52,34 +53,40 @@ describe('a signal to a judge run', () => {
     ['SIGTERM', 143],
     ['SIGHUP', 129],
     ['SIGINT', 130],
-  ] as const)('%s kills the judge programs and what they started, prints the summary, then exits %i; the proposal stays confirmed', async (signal, code) => {
-    const { dir, pids } = lingeringJury();
-    // Whatever happens, nothing this test started outlives it (its temp directory may be gone by then).
-    let started: string[] = [];
-    onTestFinished(() => {
-      for (const file of started) {
-        try {
-          process.kill(Number(file.split('.')[0]), 'SIGKILL');
-        } catch {
-          // Gone, as it should be.
+  ] as const)(
+    '%s kills the judge programs and what they started, prints the summary, then exits %i; the proposal stays confirmed',
+    async (signal, code) => {
+      const { dir, pids } = lingeringJury();
+      // Whatever happens, nothing this test started outlives it (its temp directory may be gone by then).
+      let started: string[] = [];
+      onTestFinished(() => {
+        for (const file of started) {
+          try {
+            process.kill(Number(file.split('.')[0]), 'SIGKILL');
+          } catch {
+            // Gone, as it should be.
+          }
         }
-      }
-    });
-    const { store, env } = cliStore();
-    // Set-up in process; the run that gets the signal is the real binary.
-    const id = (await cliIn(['--dir', dir, 'propose', '-'], { env, input: JSON.stringify(proposalInput()) })).stdout.trim();
-    expect((await cliIn(['--dir', dir, 'confirm', id, '--visibility', 'org'], { env })).code).toBe(0);
-    const run = cliSpawn(['--dir', dir, 'run', 'judge', '--yes'], { env });
-    let stdout = '';
-    run.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    const exited = new Promise<number | null>((resolve) => run.once('close', (status) => resolve(status)));
-    const written = () => (started = readdirSync(pids));
-    for (let i = 0; i < 500 && written().length < 4; i++) await sleep(20);
-    expect(written()).toHaveLength(4);
-    run.kill(signal);
-    expect(await exited).toBe(code);
-    expect(stdout).toMatch(/^judge: 0 approved, 0 rejected, .* \(interrupted\)$/m);
-    for (const file of written()) expect(await eventuallyDead(Number(file.split('.')[0])), file).toBe(true);
-    expect(proposalFile(store, id).status).toBe('confirmed');
-  });
+      });
+      const { store, env } = cliStore();
+      // Set-up in process; the run that gets the signal is the real binary.
+      const id = (await cliIn(['--dir', dir, 'propose', '-'], { env, input: JSON.stringify(proposalInput()) })).stdout.trim();
+      expect((await cliIn(['--dir', dir, 'confirm', id, '--visibility', 'org'], { env })).code).toBe(0);
+      const run = cliSpawn(['--dir', dir, 'run', 'judge', '--yes'], { env });
+      let stdout = '';
+      run.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+      const exited = new Promise<number | null>((resolve) => run.once('close', (status) => resolve(status)));
+      const written = () => (started = readdirSync(pids));
+      // Up to 30 s for the run to start its four judge programs: beside a torture run and two unit
+      // suites this whole test took 14 s (2026-12-06), against 1 s alone.
+      for (let i = 0; i < 1500 && written().length < 4; i++) await sleep(20);
+      expect(written()).toHaveLength(4);
+      run.kill(signal);
+      expect(await exited).toBe(code);
+      expect(stdout).toMatch(/^judge: 0 approved, 0 rejected, .* \(interrupted\)$/m);
+      for (const file of written()) expect(await eventuallyDead(Number(file.split('.')[0])), file).toBe(true);
+      expect(proposalFile(store, id).status).toBe('confirmed');
+    },
+    120_000,
+  );
 });

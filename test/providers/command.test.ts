@@ -41,7 +41,8 @@ function isAlive(pid: number): boolean {
 async function eventuallyDead(pid: number): Promise<boolean> {
   // Never pid 0 (or NaN) from a pid file read too early: kill(0, 0) asks about our own group.
   if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error(`not a pid: ${pid}`);
-  for (let i = 0; i < 50 && isAlive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  // Up to 10 s (a loaded machine reaps slowly); as soon as the process is gone otherwise.
+  for (let i = 0; i < 500 && isAlive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 20));
   return !isAlive(pid);
 }
 
