@@ -24,6 +24,7 @@
  */
 import { lstatSync, mkdirSync, readdirSync, statfsSync } from 'node:fs';
 import path from 'node:path';
+import { isUlid } from '../util/ids.js';
 import { hasPath } from '../util/json-path.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { readRegular, readRegularStat } from './files.js';
@@ -173,7 +174,7 @@ function cachedIds(lines: readonly string[]): string[] | undefined {
     const line = lines[i]!;
     if (line === '' && i === lines.length - 1) break;
     const id = line.slice(0, 26);
-    if (line.charCodeAt(26) !== 9 || !FILE_NAME.test(`${id}.json`) || (ids.length > 0 && id <= ids[ids.length - 1]!)) return undefined;
+    if (line.charCodeAt(26) !== 9 || !isUlid(id) || (ids.length > 0 && id <= ids[ids.length - 1]!)) return undefined;
     ids.push(id);
   }
   return ids;
