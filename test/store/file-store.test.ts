@@ -21,7 +21,7 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { FileStore } from '../../engine/store/file-store.js';
+import { FileStore, journalListings } from '../../engine/store/file-store.js';
 import { Journal } from '../../engine/store/journal.js';
 import { directoryListingsSkipped, localFileSystem, scanReads } from '../../engine/store/proposal-index.js';
 import type { AuditRow, Store } from '../../engine/store/types.js';
@@ -758,17 +758,43 @@ describe('file store: a commit lands whole, whatever point a crash hits', () => 
   it('finds the journal of a process that died after this store last listed the journals (the listing is reused only while the directory is unchanged)', async () => {
     const store = make();
     const version = await seed(store);
-    // The journal directory settled long ago, and this store has just listed it: a listing it may reuse.
-    const journals = path.join(store.location, '.journal');
-    const past = new Date(Date.now() - 60_000);
-    utimesSync(journals, past, past);
-    expect(await store.recover()).toBe(0);
-    crashAt(store.location, 'journaled', version, ledger);
-    // As when a commit failed halfway and its process died later: no stale lock points at the journal.
-    unlinkSync(path.join(store.location, '.locks', `${ID}.lock`));
-    // The engine asks the store to recover before each commit; the listing it reuses must not hide the new journal.
-    expect(await store.recover()).toBe(1);
+    // The journal directory settled long ago (by this clock), and this store has just listed it: a listing it reuses.
+    await withClockAt(Date.now() + 60_000, async () => {
+      const reused = journalListings.reused;
+      expect([await store.recover(), await store.recover(), journalListings.reused - reused]).toEqual([0, 0, 1]);
+      crashAt(store.location, 'journaled', version, ledger);
+      // As when a commit failed halfway and its process died later: no stale lock points at the journal.
+      unlinkSync(path.join(store.location, '.locks', `${ID}.lock`));
+      // The engine asks the store to recover before each commit; the listing it reuses must not hide the new journal.
+      expect(await store.recover()).toBe(1);
+    });
     await expectFinishedFirst(store, version);
+  });
+
+  it('reuses a listing of the journals once the directory has been unchanged for 100 ms on a local file system, and for 2 s elsewhere', async () => {
+    const listings = async (store: FileStore, rounds: number) => {
+      const before = { ...journalListings };
+      for (let round = 0; round < rounds; round++) await store.recover();
+      return [journalListings.listed - before.listed, journalListings.reused - before.reused];
+    };
+    const local = make();
+    await seed(local);
+    let now = Date.now();
+    await withClockAt(now + 150, async () => expect(await listings(local, 3)).toEqual([1, 2]));
+    // Changed just now: listed on every call until it has settled.
+    utimesSync(path.join(local.location, '.journal'), new Date(now), new Date(now));
+    now = Date.now();
+    await withClockAt(now + 50, async () => expect(await listings(local, 3)).toEqual([3, 0]));
+    const other = make();
+    await seed(other);
+    now = Date.now();
+    const notLocal = vi.spyOn(localFileSystem, 'test').mockReturnValue(false);
+    try {
+      await withClockAt(now + 150, async () => expect(await listings(other, 3)).toEqual([3, 0]));
+      await withClockAt(now + 2500, async () => expect(await listings(other, 3)).toEqual([1, 2]));
+    } finally {
+      notLocal.mockRestore();
+    }
   });
 
   it('leaves a commit killed after its audit row as it is (it was complete), and a run start finds nothing to do', async () => {
