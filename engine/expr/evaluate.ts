@@ -20,7 +20,7 @@
  */
 import { createHmac } from 'node:crypto';
 import { cloneJson } from '../util/clone.js';
-import { getPath, isObject } from '../util/json-path.js';
+import { isObject, splitPath } from '../util/json-path.js';
 import { renderTemplate, templatePaths } from './template.js';
 
 export interface ExprContext {
@@ -72,96 +72,194 @@ export function operatorOf(node: unknown): Operator | undefined {
 
 export function evaluate(expr: unknown, context: ExprContext): Evaluation {
   const missing: string[] = [];
-  const value = evaluateNode(expr, context, missing);
+  const value = compiled(expr)(context, missing);
   return { value, missing };
 }
 
-function evaluateNode(node: unknown, context: ExprContext, missing: string[]): unknown {
-  if (Array.isArray(node)) return node.map((item) => evaluateNode(item, context, missing)).filter((item) => item !== undefined);
-  if (!isObject(node)) return node;
-  const operator = operatorOf(node);
-  if (!operator) {
-    const out: Record<string, unknown> = {};
-    for (const [key, child] of Object.entries(node)) {
-      const value = evaluateNode(child, context, missing);
-      if (value !== undefined) out[key] = value;
-    }
-    return out;
+/** An expression made into a function once: what evaluating it looks up is decided when it is compiled. */
+type Compiled = (context: ExprContext, missing: string[]) => unknown;
+
+/**
+ * Expressions come from the configuration, which is never changed once loaded: each is compiled
+ * the first time it is evaluated and kept as long as the configuration object is. A run evaluates
+ * the same few expressions for every proposal (a pool entry, a ledger row, a status change).
+ */
+const compiledExpressions = new WeakMap<object, Compiled>();
+
+function compiled(node: unknown): Compiled {
+  if (node === null || typeof node !== 'object') return () => node;
+  let fn = compiledExpressions.get(node);
+  if (!fn) {
+    fn = compile(node);
+    compiledExpressions.set(node, fn);
   }
-  const argument = node[operator];
+  return fn;
+}
+
+function compile(node: object): Compiled {
+  if (Array.isArray(node)) {
+    const items = node.map(compiled);
+    return (context, missing) => {
+      const out: unknown[] = [];
+      for (const item of items) {
+        const value = item(context, missing);
+        if (value !== undefined) out.push(value);
+      }
+      return out;
+    };
+  }
+  const record = node as Record<string, unknown>;
+  const operator = operatorOf(record);
+  if (!operator) {
+    const members = Object.entries(record).map(([key, child]) => [key, compiled(child)] as const);
+    return (context, missing) => {
+      const out: Record<string, unknown> = {};
+      for (const [key, member] of members) {
+        const value = member(context, missing);
+        if (value !== undefined) out[key] = value;
+      }
+      return out;
+    };
+  }
+  const argument = record[operator];
   switch (operator) {
     case '$field':
     case '$arg': {
       const path = String(argument);
-      const value = operator === '$field' ? getPath(context.root, path) : getPath(context.args ?? {}, path);
-      if (value !== undefined) return copyOf(value, context);
-      if ('default' in node) return copyOf(node['default'], context);
-      missing.push(operator === '$field' ? path : `--${path}`);
-      return undefined;
+      const read = pathReader(path);
+      const hasDefault = 'default' in record;
+      const fallback = record['default'];
+      const name = operator === '$field' ? path : `--${path}`;
+      const field = operator === '$field';
+      return (context, missing) => {
+        const value = read(field ? context.root : (context.args ?? {}));
+        if (value !== undefined) return copyOf(value, context);
+        if (hasDefault) return copyOf(fallback, context);
+        missing.push(name);
+        return undefined;
+      };
     }
     case '$now':
-      return context.now;
+      return (context) => context.now;
     case '$value':
-      return copyOf(argument, context);
+      return (context) => copyOf(argument, context);
     case '$count': {
-      const list = getPath(context.root, String(argument));
-      if (!Array.isArray(list)) {
-        missing.push(String(argument));
-        return undefined;
-      }
-      const where = isObject(node['where']) ? node['where'] : undefined;
-      return where ? list.filter((item) => isObject(item) && Object.entries(where).every(([key, value]) => item[key] === value)).length : list.length;
+      const path = String(argument);
+      const read = pathReader(path);
+      const where = isObject(record['where']) ? Object.entries(record['where']) : undefined;
+      return (context, missing) => {
+        const list = read(context.root);
+        if (!Array.isArray(list)) {
+          missing.push(path);
+          return undefined;
+        }
+        return where ? list.filter((item) => isObject(item) && where.every(([key, value]) => item[key] === value)).length : list.length;
+      };
     }
     case '$lookup': {
-      const key = getPath(context.root, String(argument));
-      const map = isObject(node['map']) ? node['map'] : {};
-      if (key !== undefined && Object.hasOwn(map, String(key))) return copyOf(map[String(key)], context);
-      if ('default' in node) return copyOf(node['default'], context);
-      missing.push(String(argument));
-      return undefined;
+      const path = String(argument);
+      const read = pathReader(path);
+      const map = isObject(record['map']) ? record['map'] : {};
+      const hasDefault = 'default' in record;
+      const fallback = record['default'];
+      return (context, missing) => {
+        const key = read(context.root);
+        if (key !== undefined && Object.hasOwn(map, String(key))) return copyOf(map[String(key)], context);
+        if (hasDefault) return copyOf(fallback, context);
+        missing.push(path);
+        return undefined;
+      };
     }
-    case '$template':
-      requireTemplatePaths(String(argument), context.root, missing);
-      return renderTemplate(String(argument), context.root);
+    case '$template': {
+      const template = String(argument);
+      const required = requiredPaths(template);
+      return (context, missing) => {
+        required(context.root, missing);
+        return renderTemplate(template, context.root);
+      };
+    }
     case '$hmac': {
-      const secret = context.secrets?.[String(argument)];
-      if (secret === undefined) throw new Error(`secret "${String(argument)}" was not provided`);
-      requireTemplatePaths(String(node['message'] ?? ''), context.root, missing);
-      const message = renderTemplate(String(node['message'] ?? ''), context.root);
-      const digest = hmacHex(secret, message);
-      return typeof node['length'] === 'number' ? digest.slice(0, node['length']) : digest;
+      const name = String(argument);
+      const message = String(record['message'] ?? '');
+      const required = requiredPaths(message);
+      const length = typeof record['length'] === 'number' ? record['length'] : undefined;
+      return (context, missing) => {
+        const secret = context.secrets?.[name];
+        if (secret === undefined) throw new Error(`secret "${name}" was not provided`);
+        required(context.root, missing);
+        const digest = hmacHex(secret, renderTemplate(message, context.root));
+        return length === undefined ? digest : digest.slice(0, length);
+      };
     }
     case '$match': {
-      const text = getPath(context.root, String(argument));
-      if (typeof text !== 'string') return undefined;
-      const match = compiledPattern(String(node['pattern']), PATTERN_FLAGS.match).exec(text);
-      const group = typeof node['group'] === 'number' ? node['group'] : 1;
-      const value = match?.[group]?.trim();
-      return value === undefined || value === '' ? undefined : value;
+      const read = pathReader(String(argument));
+      const pattern = String(record['pattern']);
+      const group = typeof record['group'] === 'number' ? record['group'] : 1;
+      return (context) => {
+        const text = read(context.root);
+        if (typeof text !== 'string') return undefined;
+        const value = compiledPattern(pattern, PATTERN_FLAGS.match).exec(text)?.[group]?.trim();
+        return value === undefined || value === '' ? undefined : value;
+      };
     }
     case '$pairs': {
-      const text = getPath(context.root, String(argument));
-      if (typeof text !== 'string') return undefined;
-      const line = compiledPattern(String(node['line']), PATTERN_FLAGS.line).exec(text)?.[1];
-      if (line === undefined) return undefined;
-      const out: Record<string, string> = {};
-      for (const match of line.matchAll(new RegExp(String(node['item']), PATTERN_FLAGS.item))) {
-        if (match[1] !== undefined && match[2] !== undefined) out[match[1].trim()] = match[2].trim();
-      }
-      return Object.keys(out).length ? out : undefined;
+      const read = pathReader(String(argument));
+      const linePattern = String(record['line']);
+      const itemPattern = String(record['item']);
+      return (context) => {
+        const text = read(context.root);
+        if (typeof text !== 'string') return undefined;
+        const line = compiledPattern(linePattern, PATTERN_FLAGS.line).exec(text)?.[1];
+        if (line === undefined) return undefined;
+        const out: Record<string, string> = {};
+        for (const match of line.matchAll(new RegExp(itemPattern, PATTERN_FLAGS.item))) {
+          if (match[1] !== undefined && match[2] !== undefined) out[match[1].trim()] = match[2].trim();
+        }
+        return Object.keys(out).length ? out : undefined;
+      };
     }
     case '$keys': {
-      const value = evaluateNode(argument, context, missing);
-      return isObject(value) ? Object.keys(value) : undefined;
+      const inner = compiled(argument);
+      return (context, missing) => {
+        const value = inner(context, missing);
+        return isObject(value) ? Object.keys(value) : undefined;
+      };
     }
     case '$first': {
-      for (const option of Array.isArray(argument) ? argument : []) {
-        const value = evaluateNode(option, context, []);
-        if (value !== undefined && value !== '') return value;
-      }
-      return undefined;
+      const options = (Array.isArray(argument) ? argument : []).map(compiled);
+      return (context) => {
+        for (const option of options) {
+          const value = option(context, []);
+          if (value !== undefined && value !== '') return value;
+        }
+        return undefined;
+      };
     }
   }
+}
+
+/** `getPath` for one path, split once. */
+function pathReader(path: string): (root: unknown) => unknown {
+  const keys = splitPath(path).map((key) => ({ key, index: /^\d+$/.test(key) ? Number(key) : undefined }));
+  return (root) => {
+    let node = root;
+    for (const { key, index } of keys) {
+      if (Array.isArray(node) && index !== undefined) node = node[index];
+      else if (isObject(node) && Object.hasOwn(node, key)) node = node[key];
+      else return undefined;
+    }
+    return node;
+  };
+}
+
+/** The check that every path a template reads has a value (each missing one is recorded). */
+function requiredPaths(template: string): (root: unknown, missing: string[]) => void {
+  const readers = templatePaths(template)
+    .filter((path) => path !== '')
+    .map((path) => [path, pathReader(path)] as const);
+  return (root, missing) => {
+    for (const [path, read] of readers) if (read(root) === undefined) missing.push(path);
+  };
 }
 
 /**
@@ -197,16 +295,23 @@ function copyOf(value: unknown, context: ExprContext): unknown {
   return context.copy === false || value === null || typeof value !== 'object' ? value : cloneJson(value);
 }
 
-function requireTemplatePaths(template: string, root: unknown, missing: string[]): void {
-  for (const path of templatePaths(template)) if (path !== '' && getPath(root, path) === undefined) missing.push(path);
+/** Names of the secrets an expression uses (read them before evaluating); found once per expression. */
+const secretNames = new WeakMap<object, ReadonlySet<string>>();
+export function secretsUsed(expr: unknown): ReadonlySet<string> {
+  if (expr === null || typeof expr !== 'object') return new Set();
+  let names = secretNames.get(expr);
+  if (!names) {
+    names = collectSecrets(expr, new Set());
+    secretNames.set(expr, names);
+  }
+  return names;
 }
 
-/** Names of the secrets an expression uses (read them before evaluating). */
-export function secretsUsed(expr: unknown, into = new Set<string>()): Set<string> {
-  if (Array.isArray(expr)) for (const item of expr) secretsUsed(item, into);
+function collectSecrets(expr: unknown, into: Set<string>): Set<string> {
+  if (Array.isArray(expr)) for (const item of expr) collectSecrets(item, into);
   else if (isObject(expr)) {
     if (operatorOf(expr) === '$hmac') into.add(String(expr['$hmac']));
-    for (const value of Object.values(expr)) secretsUsed(value, into);
+    for (const value of Object.values(expr)) collectSecrets(value, into);
   }
   return into;
 }

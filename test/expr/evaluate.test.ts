@@ -31,6 +31,23 @@ describe('evaluate', () => {
     expect(value([{ $field: 'missing' }, 'kept'])).toEqual(['kept']);
   });
 
+  it('evaluates one expression object against each root and context afresh (it is compiled once, its results are never shared)', () => {
+    const expr = {
+      a: { $field: 'n' },
+      b: { $arg: 'x', default: 'none' },
+      c: { $count: 'list', where: { ok: true } },
+      d: { $template: 'n={{n}}' },
+      e: { $first: [{ $field: 'gone' }, { $field: 'n' }] },
+      f: { $now: true },
+    };
+    const first = evaluate(expr, { root: { n: 1, list: [{ ok: true }] }, now: 'then', args: { x: 'y' } });
+    (first.value as Record<string, unknown>)['a'] = 'changed';
+    const second = evaluate(expr, { root: { n: 2, list: [] }, now: NOW });
+    expect(second).toEqual({ value: { a: 2, b: 'none', c: 0, d: 'n=2', e: 2, f: NOW }, missing: [] });
+    expect(evaluate(expr, { root: {}, now: NOW })).toEqual({ value: { b: 'none', d: 'n=', f: NOW }, missing: ['n', 'list', 'n'] });
+    expect(secretsUsed({ k: { $hmac: 'author', message: '' } })).toEqual(new Set(['author']));
+  });
+
   it('treats a map with more than one $ key, or an unknown one, as a plain map', () => {
     expect(operatorOf({ $field: 'a', $arg: 'b' })).toBeUndefined();
     expect(operatorOf({ $nope: 1 })).toBeUndefined();
