@@ -39,13 +39,17 @@ const plan = {
   list: [1000, 10_000],
   stores: quick ? [1000, 10_000] : [1000, 10_000, 100_000],
   pool: quick ? [10_000] : [100_000],
-  // [C, L ms, mode]; N is chosen so every run's ideal is 4 s (1 s quick). L = 100 ms is the stress
-  // case (C=32 needs 320 proposals/s); 1 s is closer to a real model.
-  latency: [1, 8, 32].flatMap((c) => [
-    [c, 100, 'promote'],
-    [c, 100, 'judge-only'],
-    [c, 1000, 'promote'],
-  ]),
+  // [C, L ms, mode, length]; N is chosen so a run's ideal is 4 s (1 s quick) times its length
+  // (1 unless given). L = 100 ms is the stress case (C=32 needs 320 proposals/s); 1 s is closer to
+  // a real model. The run 10 times as long is for memory flat in N: the same C and L, 10× the N.
+  latency: [
+    ...[1, 8, 32].flatMap((c) => [
+      [c, 100, 'promote'],
+      [c, 100, 'judge-only'],
+      [c, 1000, 'promote'],
+    ]),
+    [32, 100, 'promote', 10],
+  ],
   idealMs: quick ? 1000 : 4000,
 };
 
@@ -130,8 +134,8 @@ if (wanted('cold')) {
 }
 if (wanted('latency')) {
   results.latency = [];
-  for (const [c, latency, mode] of plan.latency) {
-    const n = Math.max(c, Math.round((plan.idealMs / latency) * c));
+  for (const [c, latency, mode, length = 1] of plan.latency) {
+    const n = Math.max(c, Math.round(((plan.idealMs * length) / latency) * c));
     log(`latency: C=${c}, N=${n}, L=${latency} ms, ${mode}…`);
     results.latency.push(child('latency.js', [c, n, latency, mode]));
   }

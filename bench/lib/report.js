@@ -168,9 +168,14 @@ export function targets(results) {
       key,
       (results.stores ?? []).map((store) => ({ n: store.size, rss: store[key]?.maxRssKb })),
     );
+  // A run's memory at one concurrency and latency, its N 10× larger (not across concurrencies:
+  // 32 proposals in flight hold more than 1, whatever N is).
   flat(
-    'judge run at fixed latency',
-    (results.latency ?? []).filter((run) => run.mode === 'promote' && run.latencyMs === 100).map((run) => ({ n: run.n, rss: run.maxRssKb })),
+    'judge run at fixed latency (C=32, L=100 ms)',
+    (results.latency ?? [])
+      .filter((run) => run.mode === 'promote' && run.latencyMs === 100 && run.c === 32)
+      .sort((a, b) => a.n - b.n)
+      .map((run) => ({ n: run.n, rss: run.maxRssKb })),
   );
   return out;
 }

@@ -6,8 +6,10 @@
  * and C proposals are in flight: the ideal wall time is ceil(N / C) · L.
  *
  * Usage: node bench/scenarios/latency.js C N L [promote|judge-only]   → one JSON line on stdout.
- * `promote` (the default) keeps the shipped `then: promote`, as `pipeline run judge` does.
+ * `promote` (the default) keeps the shipped `then: promote`, as `pipeline run judge` does, and
+ * with the command line's V8 settings (bin/v8-flags.js: tiering, heap growth), as it runs.
  */
+import '../../bin/v8-flags.js';
 import { spawn } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
