@@ -269,7 +269,7 @@ export class FileStore implements Store {
   }
 
   private async scan(keep?: KeepReads): Promise<ProposalScan> {
-    if (!this.dir(this.proposalsDir, false)) return { ids: [], statuses: [], marks: [] };
+    if (!this.dir(this.proposalsDir, false)) return { length: 0, id: () => '', status: () => null, marks: () => 0 };
     return scanProposals(this.proposalsDir, path.join(this.location, '.index', 'proposals.tsv'), this.marks, keep);
   }
 
@@ -288,13 +288,14 @@ export class FileStore implements Store {
     const scan = await this.scan(keep);
     const mask = this.markMask(query.without);
     const wanted = statusFilter(query);
-    for (let i = 0; i < scan.ids.length; i++) {
-      const id = scan.ids[i]!;
-      if (query.after !== undefined && id <= query.after) continue;
-      const status = scan.statuses[i] ?? null;
+    for (let i = 0; i < scan.length; i++) {
+      const status = scan.status(i);
       if (status !== null && !wanted(status)) continue;
-      if (status !== null && (scan.marks[i]! & mask) !== 0) continue;
-      yield { id, status, marks: this.marks.filter((_field, bit) => (scan.marks[i]! & (1 << bit)) !== 0) };
+      const marks = scan.marks(i);
+      if (status !== null && (marks & mask) !== 0) continue;
+      const id = scan.id(i);
+      if (query.after !== undefined && id <= query.after) continue;
+      yield { id, status, marks: this.marks.filter((_field, bit) => (marks & (1 << bit)) !== 0) };
     }
   }
 
@@ -320,12 +321,12 @@ export class FileStore implements Store {
     const counts: Record<string, number> = Object.assign(Object.create(null) as Record<string, number>, Object.fromEntries(states.map((state) => [state, 0])));
     const unknown = Object.create(null) as Record<string, number>;
     const malformed: string[] = [];
-    scan.ids.forEach((id, i) => {
-      const status = scan.statuses[i];
-      if (status === null || status === undefined) malformed.push(id);
+    for (let i = 0; i < scan.length; i++) {
+      const status = scan.status(i);
+      if (status === null) malformed.push(scan.id(i));
       else if (Object.hasOwn(counts, status)) counts[status]!++;
       else unknown[status] = (unknown[status] ?? 0) + 1;
-    });
+    }
     return { counts: { ...counts }, malformed, unknown };
   }
 

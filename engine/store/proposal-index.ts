@@ -22,13 +22,13 @@
  * a name added, removed or renamed in a directory moves its mtime and ctime, so an unchanged
  * directory whose last change had settled before that scan holds the names the cache holds.
  */
-import { lstatSync, mkdirSync, readdirSync, statfsSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { isUlid } from '../util/ids.js';
 import { hasPath } from '../util/json-path.js';
-import { writeFileAtomic } from '../util/atomic-write.js';
+import { install, tempName, unlinkQuietly, writeAll } from '../util/atomic-write.js';
 import { readRegular, readRegularStat } from './files.js';
-import { statFiles, type FileStat } from './parallel-stat.js';
+import { PackedIds, statFiles, type FileStat } from './parallel-stat.js';
 import { wrongId } from './types.js';
 
 const FORMAT = 'pipeline-index 5';
@@ -41,14 +41,21 @@ export const scanReads = { count: 0 };
 export const directoryListingsSkipped = { count: 0 };
 const FILE_NAME = /^[0-7][0-9A-HJKMNP-TV-Z]{25}\.json$/;
 
+/**
+ * What a scan found, in id order, held compactly: 100,000 entries are a few typed arrays and one
+ * string of ids, not 300,000 small objects (which a collector keeps, and copies while they are
+ * young: the young generation grew to its limit, a scan of 100,000 peaked at 130 MB).
+ */
 export interface ProposalScan {
-  /** Sorted. */
-  ids: string[];
-  /** Parallel to ids; null when the file is malformed. */
-  statuses: (string | null)[];
-  /** Parallel to ids; bit i set when the file has marked field i. */
-  marks: number[];
+  readonly length: number;
+  id(i: number): string;
+  /** null when the file is malformed. */
+  status(i: number): string | null;
+  /** Bit b set when the file has marked field b. */
+  marks(i: number): number;
 }
+
+const EMPTY_SCAN: ProposalScan = { length: 0, id: () => '', status: () => null, marks: () => 0 };
 
 /**
  * Parse a proposal file just enough for the index; `record` is the parsed object (absent when
@@ -115,28 +122,60 @@ function listedAsIndexed(line: string, wanted: (status: string) => boolean, trus
 }
 
 /**
- * The cached lines, the start of the scan that wrote them (ms since the epoch), and the signature
- * of the directory that scan listed when it could vouch for it (see `directorySignature`), with
- * the number of lines it wrote (-1 without).
+ * The cache as read: its text (one string: a line is a slice of it, made when it is looked at),
+ * where each line starts (`starts[count]` is one past the end of the last, as if a newline
+ * followed it), the start of the scan that wrote it (ms since the epoch), and the signature of
+ * the directory that scan listed when it could vouch for it (see `directorySignature`), with the
+ * number of lines it wrote (-1 without).
  */
-function readCache(file: string, fields: string): { lines: string[]; scannedAt: number; directory: string; entries: number } {
-  const none = { lines: [], scannedAt: 0, directory: '', entries: -1 };
+interface Cache {
+  text: string;
+  starts: Int32Array;
+  count: number;
+  scannedAt: number;
+  directory: string;
+  entries: number;
+}
+
+const NO_CACHE: Cache = { text: '', starts: new Int32Array(1), count: 0, scannedAt: 0, directory: '', entries: -1 };
+
+function readCache(file: string, fields: string): Cache {
   let text: string | undefined;
   try {
     text = readRegular(file);
   } catch {
-    return none;
+    return NO_CACHE;
   }
-  if (text === undefined) return none;
-  const lines = text.split('\n');
+  if (text === undefined) return NO_CACHE;
+  const headerEnd = text.indexOf('\n');
+  const first = headerEnd < 0 ? text : text.slice(0, headerEnd);
   // The header names the marked fields (another set means another cache), when its scan began
   // and, optionally, the directory's signature and how many lines follow (a cache cut short, say
   // by a crash, is not taken for the whole directory).
   const header = `${FORMAT}\t${fields}\t`;
-  const rest = lines[0]!.startsWith(header) ? lines[0]!.slice(header.length) : '';
+  const rest = first.startsWith(header) ? first.slice(header.length) : '';
   const match = /^(\d{1,15})(?:\t(-?\d+(?:\.\d+)?:-?\d+(?:\.\d+)?:\d+:\d+)\t(\d{1,9}))?$/.exec(rest);
-  if (!match) return none;
-  return { lines: lines.slice(1), scannedAt: Number(match[1]), directory: match[2] ?? '', entries: match[3] === undefined ? -1 : Number(match[3]) };
+  if (!match) return NO_CACHE;
+  // Where each line starts; a last line with no newline after it is a line too.
+  let starts = new Int32Array(1024);
+  let count = 0;
+  for (let at = headerEnd < 0 ? text.length : headerEnd + 1; at < text.length; count++) {
+    if (count + 1 >= starts.length) {
+      const grown = new Int32Array(starts.length * 2);
+      grown.set(starts);
+      starts = grown;
+    }
+    starts[count] = at;
+    const newline = text.indexOf('\n', at);
+    at = newline < 0 ? text.length + 1 : newline + 1;
+  }
+  starts[count] = text.length + (text.endsWith('\n') ? 0 : 1);
+  return { text, starts, count, scannedAt: Number(match[1]), directory: match[2] ?? '', entries: match[3] === undefined ? -1 : Number(match[3]) };
+}
+
+/** Line `c` of the cache, without its newline. */
+function cachedLine(cache: Cache, c: number): string {
+  return cache.text.slice(cache.starts[c]!, cache.starts[c + 1]! - 1);
 }
 
 /**
@@ -165,19 +204,149 @@ function directorySignature(stat: { mtimeMs: number; ctimeMs: number; ino: numbe
 }
 
 /**
+ * Ids joined into one string, a block of them at a time (a block's array of slices is garbage
+ * before it grows old).
+ */
+class IdJoiner {
+  private block: string[] = [];
+  private readonly blocks: string[] = [];
+  push(id: string): void {
+    this.block.push(id);
+    if (this.block.length === 4096) this.flush();
+  }
+  private flush(): void {
+    this.blocks.push(this.block.join(''));
+    this.block = [];
+  }
+  joined(): PackedIds {
+    this.flush();
+    return new PackedIds(this.blocks.join(''));
+  }
+}
+
+/**
  * The ids of the cached lines, when they are what a scan writes: one line per id, sorted, each
  * starting with a proposal id (a hand-edited or broken cache means the directory is listed).
  */
-function cachedIds(lines: readonly string[]): string[] | undefined {
-  const ids: string[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!;
-    if (line === '' && i === lines.length - 1) break;
-    const id = line.slice(0, 26);
-    if (line.charCodeAt(26) !== 9 || !isUlid(id) || (ids.length > 0 && id <= ids[ids.length - 1]!)) return undefined;
+function cachedIds(cache: Cache): PackedIds | undefined {
+  const ids = new IdJoiner();
+  let last = '';
+  for (let c = 0; c < cache.count; c++) {
+    const at = cache.starts[c]!;
+    const id = cache.text.slice(at, at + 26);
+    if (cache.text.charCodeAt(at + 26) !== 9 || at + 26 >= cache.starts[c + 1]! - 1 || !isUlid(id) || id <= last) return undefined;
     ids.push(id);
+    last = id;
   }
-  return ids;
+  return ids.joined();
+}
+
+/** The directory's proposal files' ids, sorted. */
+function listedIds(proposalsDir: string): PackedIds | undefined {
+  let names: string[];
+  try {
+    names = readdirSync(proposalsDir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  const ids = new IdJoiner();
+  for (const name of names
+    .filter((name) => FILE_NAME.test(name))
+    .map((name) => name.slice(0, 26))
+    .sort())
+    ids.push(name);
+  return ids.joined();
+}
+
+/**
+ * A scan's result as it is built: per entry, which id it is (an index into the ids scanned: a
+ * file gone meanwhile has none), its status (an index into `statuses`, 0 for a malformed file) and
+ * marks; and per entry, where the line the cache gets for it comes from — a line of the old cache
+ * (c ≥ 0), a new line (-1 - k: `fresh[k]`), or none (a malformed file: NO_LINE).
+ */
+class ScanBuilder implements ProposalScan {
+  length = 0;
+  private readonly index: Int32Array;
+  private readonly codes: Int32Array;
+  private readonly markBits: Int32Array;
+  lineFrom: Int32Array;
+  fresh: string[] = [];
+  private readonly statuses: (string | null)[] = [null];
+  private readonly codeOf = new Map<string, number>();
+  constructor(
+    private readonly ids: PackedIds,
+    capacity: number,
+  ) {
+    this.index = new Int32Array(capacity);
+    this.codes = new Int32Array(capacity);
+    this.markBits = new Int32Array(capacity);
+    this.lineFrom = new Int32Array(capacity);
+  }
+  add(i: number, status: string | null, marks: number, lineFrom: number): void {
+    const n = this.length++;
+    this.index[n] = i;
+    let code = 0;
+    if (status !== null) {
+      code = this.codeOf.get(status) ?? this.statuses.length;
+      if (code === this.statuses.length) {
+        // A copy: a slice would keep the whole text it was cut from (the old cache) alive.
+        const own = Buffer.from(status).toString();
+        this.codeOf.set(own, code);
+        this.statuses.push(own);
+      }
+    }
+    this.codes[n] = code;
+    this.markBits[n] = marks;
+    this.lineFrom[n] = lineFrom;
+  }
+  id(n: number): string {
+    return this.ids.at(this.index[n]!);
+  }
+  status(n: number): string | null {
+    return this.statuses[this.codes[n]!] ?? null;
+  }
+  marks(n: number): number {
+    return this.markBits[n]!;
+  }
+  /** The lines are written: only the entries are kept. */
+  written(): void {
+    this.fresh = [];
+    this.lineFrom = new Int32Array(0);
+  }
+}
+
+const NO_LINE = -0x80000000;
+
+/**
+ * Write the cache: the header, then each entry's line — the old cache's text where it did not
+ * change — a block of lines at a time, to a temp file put in place by a rename (not synced: a
+ * cache lost in a crash is rebuilt).
+ */
+function writeCache(cacheFile: string, header: string, built: ScanBuilder, cache: Cache): void {
+  mkdirSync(path.dirname(cacheFile), { recursive: true });
+  const temp = tempName(cacheFile);
+  const fd = openSync(temp, 'wx', 0o644);
+  try {
+    let block = `${header}\n`;
+    for (let n = 0; n < built.length; n++) {
+      const from = built.lineFrom[n]!;
+      if (from === NO_LINE) continue;
+      block += from >= 0 ? cachedLine(cache, from) : built.fresh[-1 - from]!;
+      block += '\n';
+      if (block.length >= 1 << 20) {
+        writeAll(fd, Buffer.from(block));
+        block = '';
+      }
+    }
+    writeAll(fd, Buffer.from(block));
+  } catch (error) {
+    closeSync(fd);
+    unlinkQuietly(temp);
+    throw error;
+  }
+  closeSync(fd);
+  install(temp, cacheFile);
 }
 
 /**
@@ -190,26 +359,17 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   // over RACY_MS before it — however long the listing itself then takes.
   const lookedAt = Date.now();
   const directory = lstatSync(proposalsDir, { throwIfNoEntry: false });
-  if (!directory) return { ids: [], statuses: [], marks: [] };
-  const { lines: cached, scannedAt, directory: cachedDirectory, entries } = readCache(cacheFile, markFields.join(','));
-  const trustedBefore = scannedAt - RACY_MS;
+  if (!directory) return EMPTY_SCAN;
+  const cache = readCache(cacheFile, markFields.join(','));
+  const trustedBefore = cache.scannedAt - RACY_MS;
   const directoryChangedAt = Math.max(directory.mtimeMs, directory.ctimeMs);
   const signature = directory.isDirectory() && localFileSystem.test(proposalsDir) ? directorySignature(directory) : '';
-  let ids = signature !== '' && signature === cachedDirectory && directoryChangedAt < trustedBefore ? cachedIds(cached) : undefined;
-  if (ids?.length !== entries) ids = undefined;
+  let ids =
+    signature !== '' && signature === cache.directory && directoryChangedAt < trustedBefore && cache.count === cache.entries ? cachedIds(cache) : undefined;
   if (ids) directoryListingsSkipped.count++;
   else {
-    let names: string[];
-    try {
-      names = readdirSync(proposalsDir);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { ids: [], statuses: [], marks: [] };
-      throw error;
-    }
-    ids = names
-      .filter((name) => FILE_NAME.test(name))
-      .map((name) => name.slice(0, 26))
-      .sort();
+    ids = listedIds(proposalsDir);
+    if (!ids) return EMPTY_SCAN;
   }
   // Before any stat: every file this scan sees was last written no later than it saw it.
   const scanStart = Date.now();
@@ -217,14 +377,14 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   // settled when this scan looked at it, and every name it holds is in the cache (a link, FIFO or
   // directory named like a proposal is not: then the directory is listed each time, and reported).
   let recordDirectory = directoryChangedAt < lookedAt - RACY_MS ? signature : '';
-  const out: ProposalScan = { ids: [], statuses: [], marks: [] };
-  const lines: string[] = [];
+  const out = new ScanBuilder(ids, ids.length);
+  let lines = 0;
   let changed = false;
   let c = 0;
   const prefix = `${proposalsDir}/`;
   // lstat (or the open of a file not in the cache): a link, FIFO or directory named like a proposal
   // is reported (malformed), never followed. Without a cache every file is read: no stats at all.
-  const stats = statFiles(prefix, cached.length > 0 ? ids : [], '.json');
+  const stats = statFiles(prefix, cache.count > 0 ? ids : [], '.json');
   /**
    * The cache line of `id` (at `i`), checked against its file and read again when it changed;
    * null: not a regular file (malformed); undefined: gone.
@@ -275,46 +435,48 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   };
   try {
     for (let i = 0; i < ids.length; i++) {
-      const id = ids[i]!;
+      const id = ids.at(i);
       const claimed = stats.claim(i);
       if (claimed) await claimed;
-      while (c < cached.length && cached[c]!.slice(0, 26) < id) {
+      while (c < cache.count && cache.text.slice(cache.starts[c]!, cache.starts[c]! + 26) < id) {
         c++;
         changed = true; // a cached entry whose file is gone
       }
-      const previous = c < cached.length && cached[c]!.startsWith(id) ? cached[c++]! : undefined;
+      const previous = c < cache.count && cache.text.startsWith(id, cache.starts[c]!) ? cachedLine(cache, c++) : undefined;
       // A listing reads what it lists: an entry it wants by its indexed status needs no stat here.
       const line = previous !== undefined && keep?.readsListed && listedAsIndexed(previous, keep.wanted, trustedBefore) ? previous : check(i, id, previous);
       if (line === undefined) continue;
       if (line === null) {
         recordDirectory = '';
-        out.ids.push(id);
-        out.statuses.push(null);
-        out.marks.push(0);
+        out.add(i, null, 0, NO_LINE);
         continue;
       }
       const first = line.indexOf('\t', 27);
       const second = line.indexOf('\t', first + 1);
       const status = line.slice(27, first);
-      out.ids.push(id);
-      out.statuses.push(status === '' ? null : status);
-      out.marks.push(Number(line.slice(first + 1, second)));
-      lines.push(line);
+      let from: number;
+      if (line === previous) from = c - 1;
+      else {
+        from = -1 - out.fresh.length;
+        out.fresh.push(line);
+      }
+      out.add(i, status === '' ? null : status, Number(line.slice(first + 1, second)), from);
+      lines++;
     }
   } finally {
     stats.close();
   }
-  if (c < cached.length && cached.slice(c).some((line) => line !== '')) changed = true;
+  for (; c < cache.count; c++) if (cache.starts[c + 1]! - 1 > cache.starts[c]!) changed = true;
   // A directory that settled since the cache was written is recorded, once: the next scan trusts it.
-  if (recordDirectory !== '' && recordDirectory !== cachedDirectory) changed = true;
+  if (recordDirectory !== '' && recordDirectory !== cache.directory) changed = true;
   if (changed) {
-    const header = `${FORMAT}\t${markFields.join(',')}\t${scanStart}${recordDirectory === '' ? '' : `\t${recordDirectory}\t${lines.length}`}`;
+    const header = `${FORMAT}\t${markFields.join(',')}\t${scanStart}${recordDirectory === '' ? '' : `\t${recordDirectory}\t${lines}`}`;
     try {
-      mkdirSync(path.dirname(cacheFile), { recursive: true });
-      await writeFileAtomic(cacheFile, `${header}\n${lines.join('\n')}\n`, { durable: false });
+      writeCache(cacheFile, header, out, cache);
     } catch {
       // A cache that cannot be written (a read-only store) is only slower next time.
     }
   }
+  out.written();
   return out;
 }
