@@ -53,13 +53,16 @@ const WORKER = `
 const { workerData } = require('node:worker_threads');
 const { lstatSync } = require('node:fs');
 const { prefix, names, count, chunk, suffix, shared } = workerData;
+const ids = Buffer.from(names);
 const chunks = Math.ceil(count / chunk);
 const state = new Int32Array(shared, 0, chunks);
 const out = new Float64Array(shared, Math.ceil(chunks / 2) * 8);
 for (let k = chunks - 1; k >= 0; k--) {
   if (Atomics.compareExchange(state, k, ${FREE}, ${WORKER_BUSY}) !== ${FREE}) break;
-  for (let i = k * chunk; i < Math.min(count, (k + 1) * chunk); i++) {
-    const stat = lstatSync(prefix + names.slice(i * 26, i * 26 + 26) + suffix, { throwIfNoEntry: false });
+  const first = k * chunk;
+  const text = ids.toString('latin1', first * 26, Math.min(count, (k + 1) * chunk) * 26);
+  for (let i = first; i < Math.min(count, (k + 1) * chunk); i++) {
+    const stat = lstatSync(prefix + text.slice((i - first) * 26, (i - first) * 26 + 26) + suffix, { throwIfNoEntry: false });
     const at = i * 5;
     out[at] = !stat ? 0 : stat.isFile() ? 1 : 2;
     if (stat) { out[at + 1] = stat.mtimeMs; out[at + 2] = stat.size; out[at + 3] = stat.ino; out[at + 4] = stat.ctimeMs; }
@@ -78,16 +81,52 @@ function statOne(file: string): FileStat {
 }
 
 /**
- * Ids of 26 characters each (ULIDs), in one string: 100,000 of them are one 2.6 MB string, not
- * 100,000 objects for the collector to keep (and copy while young).
+ * Ids of 26 characters each (ULIDs), packed into bytes outside the JavaScript heap: 100,000 of
+ * them are 2.6 MB that no collection copies, not 100,000 strings (a scan's young generation grew
+ * to its limit keeping them). Read in order, they are decoded a block of 512 at a time.
  */
 export class PackedIds {
-  readonly length: number;
-  constructor(readonly names: string) {
-    this.length = names.length / 26;
+  private block = -1;
+  private text = '';
+  constructor(
+    private readonly bytes: Buffer,
+    readonly length: number,
+  ) {}
+  /** Ids added one after another, up to `capacity` of them. */
+  static writer(capacity: number): { push(id: string): void; done(): PackedIds } {
+    // Shared: a worker that stats them reads these bytes, not a copy.
+    const bytes = Buffer.from(new SharedArrayBuffer(capacity * 26));
+    let count = 0;
+    let pending = '';
+    const flush = () => {
+      bytes.write(pending, (count - pending.length / 26) * 26, 'latin1');
+      pending = '';
+    };
+    return {
+      push(id) {
+        if (count === capacity) throw new RangeError('more ids than room for them');
+        pending += id;
+        count++;
+        if (pending.length >= 512 * 26) flush();
+      },
+      done: () => {
+        flush();
+        return new PackedIds(bytes, count);
+      },
+    };
   }
   at(i: number): string {
-    return this.names.slice(i * 26, i * 26 + 26);
+    const block = i >>> 9;
+    if (block !== this.block) {
+      this.block = block;
+      this.text = this.bytes.toString('latin1', block * 512 * 26, Math.min(this.length, (block + 1) * 512) * 26);
+    }
+    const at = (i & 511) * 26;
+    return this.text.slice(at, at + 26);
+  }
+  /** The bytes, shared with any thread given them. */
+  get shared(): ArrayBufferLike {
+    return this.bytes.buffer;
   }
 }
 
@@ -114,7 +153,13 @@ export function statFiles(prefix: string, ids: readonly string[] | PackedIds, su
   const sync = packed ? (i: number) => statOne(`${prefix}${packed.at(i)}${suffix}`) : (i: number) => statOne(`${prefix}${list![i]}${suffix}`);
   const alone: FileStats = { claim: () => undefined, at: sync, close: () => {} };
   if (ids.length < parallelFrom || list?.some((id) => id.length !== 26)) return alone;
-  const names = packed ? packed.names : list!.join('');
+  let names: ArrayBufferLike;
+  if (packed) names = packed.shared;
+  else {
+    const writer = PackedIds.writer(list!.length);
+    for (const id of list!) writer.push(id);
+    names = writer.done().shared;
+  }
   const chunk = chunkSize;
   const chunks = Math.ceil(ids.length / chunk);
   let shared: SharedArrayBuffer;
@@ -124,7 +169,12 @@ export function statFiles(prefix: string, ids: readonly string[] | PackedIds, su
     shared = new SharedArrayBuffer(Math.ceil(chunks / 2) * 8 + ids.length * 5 * 8);
     // Loaded here: only a listing of tens of thousands of files starts a thread.
     const { Worker } = process.getBuiltinModule('node:worker_threads');
-    worker = new Worker(workerScript, { eval: true, workerData: { prefix, names, count: ids.length, chunk, suffix, shared } });
+    // Each lstat is garbage at once: a young generation of 2 MB does (its default grows to 32 MB).
+    worker = new Worker(workerScript, {
+      eval: true,
+      workerData: { prefix, names, count: ids.length, chunk, suffix, shared },
+      resourceLimits: { maxYoungGenerationSizeMb: 2 },
+    });
   } catch {
     return alone;
   }

@@ -22,12 +22,12 @@
  * a name added, removed or renamed in a directory moves its mtime and ctime, so an unchanged
  * directory whose last change had settled before that scan holds the names the cache holds.
  */
-import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, statfsSync } from 'node:fs';
+import { closeSync, constants, lstatSync, mkdirSync, openSync, readdirSync, readSync, type Stats, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { isUlid } from '../util/ids.js';
 import { hasPath } from '../util/json-path.js';
 import { install, tempName, unlinkQuietly, writeAll } from '../util/atomic-write.js';
-import { readRegular, readRegularStat } from './files.js';
+import { openRegularSized, readRegular, readRegularStat } from './files.js';
 import { PackedIds, statFiles, type FileStat } from './parallel-stat.js';
 import { wrongId } from './types.js';
 
@@ -121,61 +121,118 @@ function listedAsIndexed(line: string, wanted: (status: string) => boolean, trus
   return Math.max(Number(fields[3]), Number(fields[6])) < trustedBefore;
 }
 
+/** How much of the cache is read (and written) at a time. */
+let chunkBytes = 1 << 16;
+
+/** For tests: read and write the cache `bytes` at a time (every line across chunks). */
+export function setCacheChunk(bytes = 1 << 16): void {
+  chunkBytes = bytes;
+}
+const HIGH_BYTES = /[^\x00-\x7f]/;
+
 /**
- * The cache as read: its text (one string: a line is a slice of it, made when it is looked at),
- * where each line starts (`starts[count]` is one past the end of the last, as if a newline
- * followed it), the start of the scan that wrote it (ms since the epoch), and the signature of
- * the directory that scan listed when it could vouch for it (see `directorySignature`), with the
- * number of lines it wrote (-1 without).
+ * The lines of the cache file from `offset` on, in order, a chunk at a time: the whole cache is
+ * never in memory (at 100,000 proposals it is 9 MB, and a scan's peak was that twice over, the
+ * bytes and their text). Each line comes with where its bytes are, so that a line that did not
+ * change is copied into the next cache byte for byte. A chunk is decoded as latin1 — a character
+ * per byte, so positions are offsets — and a line with bytes over 127 (a status in another
+ * alphabet) is decoded again as UTF-8.
  */
-interface Cache {
-  text: string;
-  starts: Int32Array;
-  count: number;
-  scannedAt: number;
-  directory: string;
-  entries: number;
-}
-
-const NO_CACHE: Cache = { text: '', starts: new Int32Array(1), count: 0, scannedAt: 0, directory: '', entries: -1 };
-
-function readCache(file: string, fields: string): Cache {
-  let text: string | undefined;
-  try {
-    text = readRegular(file);
-  } catch {
-    return NO_CACHE;
-  }
-  if (text === undefined) return NO_CACHE;
-  const headerEnd = text.indexOf('\n');
-  const first = headerEnd < 0 ? text : text.slice(0, headerEnd);
-  // The header names the marked fields (another set means another cache), when its scan began
-  // and, optionally, the directory's signature and how many lines follow (a cache cut short, say
-  // by a crash, is not taken for the whole directory).
-  const header = `${FORMAT}\t${fields}\t`;
-  const rest = first.startsWith(header) ? first.slice(header.length) : '';
-  const match = /^(\d{1,15})(?:\t(-?\d+(?:\.\d+)?:-?\d+(?:\.\d+)?:\d+:\d+)\t(\d{1,9}))?$/.exec(rest);
-  if (!match) return NO_CACHE;
-  // Where each line starts; a last line with no newline after it is a line too.
-  let starts = new Int32Array(1024);
-  let count = 0;
-  for (let at = headerEnd < 0 ? text.length : headerEnd + 1; at < text.length; count++) {
-    if (count + 1 >= starts.length) {
-      const grown = new Int32Array(starts.length * 2);
-      grown.set(starts);
-      starts = grown;
+class CacheLines {
+  /** The line (no newline), its first byte's offset in the file and its length in bytes. */
+  line = '';
+  start = 0;
+  bytes = 0;
+  /** The text read and not yet handed out is chunk[at…]; the file's next byte is at `position`. */
+  private chunk = '';
+  private at = 0;
+  private high = false;
+  private ended = false;
+  constructor(
+    private readonly fd: number,
+    private position: number,
+    private readonly buffer: Buffer,
+  ) {}
+  next(): boolean {
+    for (;;) {
+      const newline = this.chunk.indexOf('\n', this.at);
+      if (newline >= 0) return this.take(newline, newline + 1);
+      if (this.ended) return this.at < this.chunk.length && this.take(this.chunk.length, this.chunk.length);
+      this.fill();
     }
-    starts[count] = at;
-    const newline = text.indexOf('\n', at);
-    at = newline < 0 ? text.length + 1 : newline + 1;
   }
-  starts[count] = text.length + (text.endsWith('\n') ? 0 : 1);
-  return { text, starts, count, scannedAt: Number(match[1]), directory: match[2] ?? '', entries: match[3] === undefined ? -1 : Number(match[3]) };
+  private take(end: number, next: number): true {
+    const raw = this.chunk.slice(this.at, end);
+    this.start = this.position - this.chunk.length + this.at;
+    this.bytes = end - this.at;
+    this.line = this.high && HIGH_BYTES.test(raw) ? Buffer.from(raw, 'latin1').toString('utf8') : raw;
+    this.at = next;
+    return true;
+  }
+  private fill(): void {
+    const read = readSync(this.fd, this.buffer, 0, this.buffer.length, this.position);
+    if (read === 0) {
+      this.ended = true;
+      return;
+    }
+    const text = this.buffer.toString('latin1', 0, read);
+    this.position += read;
+    this.high ||= HIGH_BYTES.test(text);
+    this.chunk = this.chunk.slice(this.at) + text;
+    this.at = 0;
+  }
 }
 
-/** Line `c` of the cache, without its newline. */
-function cachedLine(cache: Cache, c: number): string {
-  return cache.text.slice(cache.starts[c]!, cache.starts[c + 1]! - 1);
+/**
+ * The cache file, open for the whole scan (a cache another scan puts in place meanwhile is another
+ * file; this one stays whole), with its header: the start of the scan that wrote it (ms since the
+ * epoch) and the signature of the directory that scan listed when it could vouch for it (see
+ * `directorySignature`), with the number of lines it wrote (-1 without).
+ */
+class CacheFile {
+  private readonly buffer = Buffer.allocUnsafe(chunkBytes);
+  private constructor(
+    readonly fd: number,
+    private readonly body: number,
+    readonly scannedAt: number,
+    readonly directory: string,
+    readonly entries: number,
+  ) {}
+  /** undefined: no cache, or not one this scan can use (another format, other fields). */
+  static open(file: string, fields: string): CacheFile | undefined {
+    let fd: number;
+    try {
+      fd = openRegularSized(file, constants.O_RDONLY).fd;
+    } catch {
+      return undefined;
+    }
+    try {
+      const buffer = Buffer.allocUnsafe(4096);
+      const read = readSync(fd, buffer, 0, buffer.length, 0);
+      const newline = buffer.subarray(0, read).indexOf(10);
+      const first = buffer.toString('utf8', 0, newline < 0 ? read : newline);
+      // The header names the marked fields (another set means another cache), when its scan began
+      // and, optionally, the directory's signature and how many lines follow (a cache cut short,
+      // say by a crash, is not taken for the whole directory).
+      const header = `${FORMAT}\t${fields}\t`;
+      const rest = first.startsWith(header) ? first.slice(header.length) : '';
+      const match = /^(\d{1,15})(?:\t(-?\d+(?:\.\d+)?:-?\d+(?:\.\d+)?:\d+:\d+)\t(\d{1,9}))?$/.exec(rest);
+      if (match && (newline >= 0 || read < buffer.length)) {
+        const entries = match[3] === undefined ? -1 : Number(match[3]);
+        return new CacheFile(fd, newline < 0 ? read : newline + 1, Number(match[1]), match[2] ?? '', entries);
+      }
+    } catch {
+      // unreadable: no cache
+    }
+    closeSync(fd);
+    return undefined;
+  }
+  lines(): CacheLines {
+    return new CacheLines(this.fd, this.body, this.buffer);
+  }
+  close(): void {
+    closeSync(this.fd);
+  }
 }
 
 /**
@@ -204,41 +261,22 @@ function directorySignature(stat: { mtimeMs: number; ctimeMs: number; ino: numbe
 }
 
 /**
- * Ids joined into one string, a block of them at a time (a block's array of slices is garbage
- * before it grows old).
+ * The ids of the cached lines, when they are what a scan writes: as many lines as its header
+ * says, one per id, sorted, each starting with a proposal id (a hand-edited or broken cache means
+ * the directory is listed).
  */
-class IdJoiner {
-  private block: string[] = [];
-  private readonly blocks: string[] = [];
-  push(id: string): void {
-    this.block.push(id);
-    if (this.block.length === 4096) this.flush();
-  }
-  private flush(): void {
-    this.blocks.push(this.block.join(''));
-    this.block = [];
-  }
-  joined(): PackedIds {
-    this.flush();
-    return new PackedIds(this.blocks.join(''));
-  }
-}
-
-/**
- * The ids of the cached lines, when they are what a scan writes: one line per id, sorted, each
- * starting with a proposal id (a hand-edited or broken cache means the directory is listed).
- */
-function cachedIds(cache: Cache): PackedIds | undefined {
-  const ids = new IdJoiner();
+function cachedIds(cache: CacheFile): PackedIds | undefined {
+  if (cache.entries < 0) return undefined;
+  const ids = PackedIds.writer(cache.entries);
   let last = '';
-  for (let c = 0; c < cache.count; c++) {
-    const at = cache.starts[c]!;
-    const id = cache.text.slice(at, at + 26);
-    if (cache.text.charCodeAt(at + 26) !== 9 || at + 26 >= cache.starts[c + 1]! - 1 || !isUlid(id) || id <= last) return undefined;
+  let count = 0;
+  for (const lines = cache.lines(); lines.next(); count++) {
+    const id = lines.line.slice(0, 26);
+    if (count === cache.entries || lines.line.charCodeAt(26) !== 9 || lines.line.length < 28 || !isUlid(id) || id <= last) return undefined;
     ids.push(id);
     last = id;
   }
-  return ids.joined();
+  return count === cache.entries ? ids.done() : undefined;
 }
 
 /** The directory's proposal files' ids, sorted. */
@@ -250,27 +288,29 @@ function listedIds(proposalsDir: string): PackedIds | undefined {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  const ids = new IdJoiner();
-  for (const name of names
+  const sorted = names
     .filter((name) => FILE_NAME.test(name))
     .map((name) => name.slice(0, 26))
-    .sort())
-    ids.push(name);
-  return ids.joined();
+    .sort();
+  const ids = PackedIds.writer(sorted.length);
+  for (const id of sorted) ids.push(id);
+  return ids.done();
 }
 
 /**
  * A scan's result as it is built: per entry, which id it is (an index into the ids scanned: a
  * file gone meanwhile has none), its status (an index into `statuses`, 0 for a malformed file) and
- * marks; and per entry, where the line the cache gets for it comes from — a line of the old cache
- * (c ≥ 0), a new line (-1 - k: `fresh[k]`), or none (a malformed file: NO_LINE).
+ * marks; and per entry, where the line the cache gets for it comes from — the bytes of a line of
+ * the old cache (at offset `lineAt` ≥ 0, `lineBytes` long), a new line (`lineAt` -1 - k:
+ * `fresh[k]`), or none (a malformed file: NO_LINE).
  */
 class ScanBuilder implements ProposalScan {
   length = 0;
   private readonly index: Int32Array;
   private readonly codes: Int32Array;
   private readonly markBits: Int32Array;
-  lineFrom: Int32Array;
+  lineAt: Float64Array;
+  lineBytes: Int32Array;
   fresh: string[] = [];
   private readonly statuses: (string | null)[] = [null];
   private readonly codeOf = new Map<string, number>();
@@ -281,9 +321,10 @@ class ScanBuilder implements ProposalScan {
     this.index = new Int32Array(capacity);
     this.codes = new Int32Array(capacity);
     this.markBits = new Int32Array(capacity);
-    this.lineFrom = new Int32Array(capacity);
+    this.lineAt = new Float64Array(capacity);
+    this.lineBytes = new Int32Array(capacity);
   }
-  add(i: number, status: string | null, marks: number, lineFrom: number): void {
+  add(i: number, status: string | null, marks: number, lineAt: number, lineBytes = 0): void {
     const n = this.length++;
     this.index[n] = i;
     let code = 0;
@@ -298,7 +339,8 @@ class ScanBuilder implements ProposalScan {
     }
     this.codes[n] = code;
     this.markBits[n] = marks;
-    this.lineFrom[n] = lineFrom;
+    this.lineAt[n] = lineAt;
+    this.lineBytes[n] = lineBytes;
   }
   id(n: number): string {
     return this.ids.at(this.index[n]!);
@@ -312,34 +354,85 @@ class ScanBuilder implements ProposalScan {
   /** The lines are written: only the entries are kept. */
   written(): void {
     this.fresh = [];
-    this.lineFrom = new Int32Array(0);
+    this.lineAt = new Float64Array(0);
+    this.lineBytes = new Int32Array(0);
   }
 }
 
-const NO_LINE = -0x80000000;
+const NO_LINE = Number.NEGATIVE_INFINITY;
+
+/** A file written through a buffer: text, and byte ranges copied from another file. */
+class BlockWriter {
+  private readonly buffer = Buffer.allocUnsafe(chunkBytes);
+  private used = 0;
+  constructor(private readonly fd: number) {}
+  text(text: string): void {
+    if (this.used + text.length * 3 > this.buffer.length) this.flush();
+    if (text.length * 3 > this.buffer.length) writeAll(this.fd, Buffer.from(text));
+    else this.used += this.buffer.write(text, this.used);
+  }
+  copy(from: number, position: number, length: number): void {
+    while (length > 0) {
+      if (this.used === this.buffer.length) this.flush();
+      const read = readSync(from, this.buffer, this.used, Math.min(length, this.buffer.length - this.used), position);
+      if (read <= 0) throw Object.assign(new Error('the old cache ended early'), { code: 'EIO' });
+      this.used += read;
+      position += read;
+      length -= read;
+    }
+  }
+  flush(): void {
+    writeAll(this.fd, this.buffer.subarray(0, this.used));
+    this.used = 0;
+  }
+}
 
 /**
- * Write the cache: the header, then each entry's line — the old cache's text where it did not
- * change — a block of lines at a time, to a temp file put in place by a rename (not synced: a
- * cache lost in a crash is rebuilt).
+ * Write the cache: the header, then each entry's line — the old cache's bytes where it did not
+ * change, a run of consecutive lines at a time — to a temp file put in place by a rename (not
+ * synced: a cache lost in a crash is rebuilt).
  */
-function writeCache(cacheFile: string, header: string, built: ScanBuilder, cache: Cache): void {
+function writeCache(cacheFile: string, header: string, built: ScanBuilder, cache: CacheFile | undefined): void {
   mkdirSync(path.dirname(cacheFile), { recursive: true });
   const temp = tempName(cacheFile);
   const fd = openSync(temp, 'wx', 0o644);
   try {
-    let block = `${header}\n`;
+    const out = new BlockWriter(fd);
+    let text = `${header}\n`;
+    // The old cache's bytes still to copy: [runStart, runEnd), each line's newline but the last's.
+    let runStart = 0;
+    let runEnd = -1;
+    const copyRun = () => {
+      if (runEnd < 0) return;
+      out.copy(cache!.fd, runStart, runEnd - runStart);
+      text += '\n';
+      runEnd = -1;
+    };
     for (let n = 0; n < built.length; n++) {
-      const from = built.lineFrom[n]!;
-      if (from === NO_LINE) continue;
-      block += from >= 0 ? cachedLine(cache, from) : built.fresh[-1 - from]!;
-      block += '\n';
-      if (block.length >= 1 << 20) {
-        writeAll(fd, Buffer.from(block));
-        block = '';
+      const at = built.lineAt[n]!;
+      if (at === NO_LINE) continue;
+      if (at >= 0) {
+        if (runEnd >= 0 && at === runEnd + 1) {
+          runEnd = at + built.lineBytes[n]!;
+          continue;
+        }
+        copyRun();
+        out.text(text);
+        text = '';
+        runStart = at;
+        runEnd = at + built.lineBytes[n]!;
+        continue;
+      }
+      copyRun();
+      text += `${built.fresh[-1 - at]!}\n`;
+      if (text.length >= 1 << 16) {
+        out.text(text);
+        text = '';
       }
     }
-    writeAll(fd, Buffer.from(block));
+    copyRun();
+    out.text(text);
+    out.flush();
   } catch (error) {
     closeSync(fd);
     unlinkQuietly(temp);
@@ -360,12 +453,27 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   const lookedAt = Date.now();
   const directory = lstatSync(proposalsDir, { throwIfNoEntry: false });
   if (!directory) return EMPTY_SCAN;
-  const cache = readCache(cacheFile, markFields.join(','));
-  const trustedBefore = cache.scannedAt - RACY_MS;
+  const cache = CacheFile.open(cacheFile, markFields.join(','));
+  try {
+    return await scanWith(cache, proposalsDir, cacheFile, markFields, keep, lookedAt, directory);
+  } finally {
+    cache?.close();
+  }
+}
+
+async function scanWith(
+  cache: CacheFile | undefined,
+  proposalsDir: string,
+  cacheFile: string,
+  markFields: readonly string[],
+  keep: KeepReads | undefined,
+  lookedAt: number,
+  directory: Stats,
+): Promise<ProposalScan> {
+  const trustedBefore = (cache?.scannedAt ?? 0) - RACY_MS;
   const directoryChangedAt = Math.max(directory.mtimeMs, directory.ctimeMs);
   const signature = directory.isDirectory() && localFileSystem.test(proposalsDir) ? directorySignature(directory) : '';
-  let ids =
-    signature !== '' && signature === cache.directory && directoryChangedAt < trustedBefore && cache.count === cache.entries ? cachedIds(cache) : undefined;
+  let ids = cache && signature !== '' && signature === cache.directory && directoryChangedAt < trustedBefore ? cachedIds(cache) : undefined;
   if (ids) directoryListingsSkipped.count++;
   else {
     ids = listedIds(proposalsDir);
@@ -380,11 +488,12 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   const out = new ScanBuilder(ids, ids.length);
   let lines = 0;
   let changed = false;
-  let c = 0;
+  const cached = cache?.lines();
+  let hasLine = cached?.next() ?? false;
   const prefix = `${proposalsDir}/`;
   // lstat (or the open of a file not in the cache): a link, FIFO or directory named like a proposal
   // is reported (malformed), never followed. Without a cache every file is read: no stats at all.
-  const stats = statFiles(prefix, cache.count > 0 ? ids : [], '.json');
+  const stats = statFiles(prefix, hasLine ? ids : [], '.json');
   /**
    * The cache line of `id` (at `i`), checked against its file and read again when it changed;
    * null: not a regular file (malformed); undefined: gone.
@@ -438,11 +547,19 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
       const id = ids.at(i);
       const claimed = stats.claim(i);
       if (claimed) await claimed;
-      while (c < cache.count && cache.text.slice(cache.starts[c]!, cache.starts[c]! + 26) < id) {
-        c++;
+      while (hasLine && cached!.line.slice(0, 26) < id) {
+        hasLine = cached!.next();
         changed = true; // a cached entry whose file is gone
       }
-      const previous = c < cache.count && cache.text.startsWith(id, cache.starts[c]!) ? cachedLine(cache, c++) : undefined;
+      let previous: string | undefined;
+      let previousAt = 0;
+      let previousBytes = 0;
+      if (hasLine && cached!.line.startsWith(id)) {
+        previous = cached!.line;
+        previousAt = cached!.start;
+        previousBytes = cached!.bytes;
+        hasLine = cached!.next();
+      }
       // A listing reads what it lists: an entry it wants by its indexed status needs no stat here.
       const line = previous !== undefined && keep?.readsListed && listedAsIndexed(previous, keep.wanted, trustedBefore) ? previous : check(i, id, previous);
       if (line === undefined) continue;
@@ -454,21 +571,19 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
       const first = line.indexOf('\t', 27);
       const second = line.indexOf('\t', first + 1);
       const status = line.slice(27, first);
-      let from: number;
-      if (line === previous) from = c - 1;
+      if (line === previous) out.add(i, status === '' ? null : status, Number(line.slice(first + 1, second)), previousAt, previousBytes);
       else {
-        from = -1 - out.fresh.length;
+        out.add(i, status === '' ? null : status, Number(line.slice(first + 1, second)), -1 - out.fresh.length);
         out.fresh.push(line);
       }
-      out.add(i, status === '' ? null : status, Number(line.slice(first + 1, second)), from);
       lines++;
     }
   } finally {
     stats.close();
   }
-  for (; c < cache.count; c++) if (cache.starts[c + 1]! - 1 > cache.starts[c]!) changed = true;
+  for (; hasLine; hasLine = cached!.next()) if (cached!.line !== '') changed = true;
   // A directory that settled since the cache was written is recorded, once: the next scan trusts it.
-  if (recordDirectory !== '' && recordDirectory !== cache.directory) changed = true;
+  if (recordDirectory !== '' && recordDirectory !== (cache?.directory ?? '')) changed = true;
   if (changed) {
     const header = `${FORMAT}\t${markFields.join(',')}\t${scanStart}${recordDirectory === '' ? '' : `\t${recordDirectory}\t${lines}`}`;
     try {

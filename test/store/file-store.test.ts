@@ -23,7 +23,7 @@ import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { FileStore, journalListings } from '../../engine/store/file-store.js';
 import { Journal } from '../../engine/store/journal.js';
-import { directoryListingsSkipped, localFileSystem, scanReads } from '../../engine/store/proposal-index.js';
+import { directoryListingsSkipped, localFileSystem, scanReads, setCacheChunk } from '../../engine/store/proposal-index.js';
 import type { AuditRow, Store } from '../../engine/store/types.js';
 import { ROOT, tempDir } from '../helpers.js';
 import { LAYOUT, storeContract } from './contract.js';
@@ -925,4 +925,55 @@ describe('file store: the commit journal', () => {
     journal.closeAtExit();
     expect(readFileSync(journal.file, 'utf8').trim().split('\n')).toHaveLength(2);
   });
+});
+
+describe('file store: the status index, read and written a chunk at a time', () => {
+  const crockford = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+  const ids = Array.from({ length: 40 }, (_, i) => `01ARZ3NDEKTSV4RRFFQ69G5F${crockford[i >> 5]}${crockford[i & 31]}`);
+  // Statuses in other alphabets: bytes over 127, some of them cut in two by a chunk's end.
+  const statuses = ['pending', 'bestätigt', '確認済み', 'passed', 'одобрено'];
+  const counted = async (store: FileStore) => (await store.counts(statuses)).counts;
+  const body = (store: FileStore) =>
+    readFileSync(path.join(store.location, '.index', 'proposals.tsv'), 'utf8')
+      .split('\n')
+      .slice(1)
+      .join('\n');
+  const inode = (store: FileStore) => lstatSync(path.join(store.location, '.index', 'proposals.tsv')).ino;
+
+  for (const chunk of [1, 7, 1 << 16])
+    it(`keeps the same index whatever the chunk (${chunk} bytes): unchanged lines copied byte for byte, new ones written, none lost`, async () => {
+      setCacheChunk(chunk);
+      try {
+        const store = make();
+        const dir = path.join(store.location, 'proposals');
+        mkdirSync(dir, { recursive: true });
+        const write = (id: string, status: string) => writeFileSync(path.join(dir, `${id}.json`), `${JSON.stringify({ ...pending, id, status }, null, 2)}\n`);
+        ids.forEach((id, i) => write(id, statuses[i % statuses.length]!));
+        await withClockAt(Date.now() + 5000, async () => {
+          expect(await counted(store)).toEqual({ pending: 8, bestätigt: 8, 確認済み: 8, passed: 8, одобрено: 8 });
+          const built = inode(store);
+          // Read back, every status as it was written, and nothing to rewrite.
+          expect(await counted(store)).toEqual({ pending: 8, bestätigt: 8, 確認済み: 8, passed: 8, одобрено: 8 });
+          expect(inode(store)).toBe(built);
+          // Changed in the middle, at both ends, one removed, one added: the scan rewrites the
+          // index, copying the lines between, and it is the index a scan from nothing builds.
+          write(ids[0]!, '確認済み');
+          write(ids[17]!, 'pending');
+          write(ids[39]!, 'bestätigt');
+          rmSync(path.join(dir, `${ids[25]}.json`));
+          write('01ARZ3NDEKTSV4RRFFQ69G5FZZ', 'одобрено');
+          const now = { pending: 7, bestätigt: 9, 確認済み: 8, passed: 8, одобрено: 8 };
+          expect(await counted(store)).toEqual(now);
+          const rewritten = body(store);
+          expect(rewritten.split('\n')).toHaveLength(41); // 40 lines and the newline after the last
+          rmSync(path.join(store.location, '.index', 'proposals.tsv'));
+          expect(await counted(store)).toEqual(now);
+          expect(body(store)).toBe(rewritten);
+          const listed = (await all(store.list({ status: 'одобрено' }))).map((entry) => (entry.kind === 'found' ? entry.stored.id : entry.kind));
+          expect(listed).toEqual([ids[4], ids[9], ids[14], ids[19], ids[24], ids[29], ids[34], '01ARZ3NDEKTSV4RRFFQ69G5FZZ']);
+        });
+      } finally {
+        setCacheChunk();
+      }
+    });
 });

@@ -3,7 +3,7 @@ import { lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from '
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FileStore } from '../../engine/store/file-store.js';
-import { type FileStat, type FileStats, setParallelStatFrom, statFiles, statsFromWorker } from '../../engine/store/parallel-stat.js';
+import { type FileStat, type FileStats, PackedIds, setParallelStatFrom, statFiles, statsFromWorker } from '../../engine/store/parallel-stat.js';
 import { tempDir } from '../helpers.js';
 import { LAYOUT } from './contract.js';
 
@@ -50,7 +50,8 @@ describe('stat by two threads', () => {
     // carries on as the real one does: it must stop at the caller's chunk.
     const script = `const { workerData } = require('node:worker_threads');
 const { lstatSync } = require('node:fs');
-const { prefix, names, suffix, shared } = workerData;
+const { prefix, suffix, shared } = workerData;
+const names = Buffer.from(workerData.names).toString('latin1');
 const state = new Int32Array(shared, 0, 4);
 const out = new Float64Array(shared, 16);
 const stat = (k) => { for (let i = k * 2; i < k * 2 + 2; i++) { const s = lstatSync(prefix + names.slice(i * 26, i * 26 + 26) + suffix); out[i * 5] = 1; out[i * 5 + 1] = s.mtimeMs; out[i * 5 + 2] = s.size; out[i * 5 + 3] = s.ino; out[i * 5 + 4] = s.ctimeMs; } Atomics.store(state, k, 2); Atomics.notify(state, k); };
@@ -120,5 +121,19 @@ setInterval(() => {}, 1000);`;
     const before = statsFromWorker.count;
     expect((await store.counts(['pending', 'confirmed'])).counts).toEqual({ pending: 7, confirmed: 1 });
     expect(statsFromWorker.count - before).toBe(8);
+  });
+});
+
+describe('ids packed into bytes', () => {
+  it('gives back every id, in order or not, across blocks, and takes no more than it has room for', () => {
+    const many = Array.from({ length: 1300 }, (_, i) => `01ARZ3NDEKTSV4RRFFQ${String(i).padStart(7, '0')}`);
+    const writer = PackedIds.writer(many.length);
+    for (const id of many) writer.push(id);
+    expect(() => writer.push(many[0]!)).toThrow(RangeError);
+    const packed = writer.done();
+    expect(packed.length).toBe(1300);
+    expect(Array.from({ length: 1300 }, (_, i) => packed.at(i))).toEqual(many);
+    for (const i of [1299, 0, 512, 511, 1024, 7, 1023]) expect(packed.at(i)).toBe(many[i]);
+    expect(Buffer.from(packed.shared).toString('latin1')).toBe(many.join(''));
   });
 });
