@@ -15,7 +15,7 @@
  * the commits of concurrent work overlap, and concurrent syncs of one file or directory are
  * shared (group commit).
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, promises as fs, readSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, opendirSync, openSync, promises as fs, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { groupSyncOpen, NotRegularFile, writeAll } from '../util/atomic-write.js';
 import { isAlive } from './process-identity.js';
@@ -253,22 +253,37 @@ export function pidAlive(pid: number): boolean {
   return isAlive({ pid });
 }
 
+/** A temp file's name (see `tempName`): the pid of the process that wrote it. */
+const TEMP_NAME = /\.(\d+)\.[0-9a-z]+\.tmp$/;
+
 /**
  * Remove the temp files (`….<pid>.<random>.tmp`) that killed processes left in `dirs`: a temp
- * file of a live process, or a young one, is left alone. Returns how many were removed.
+ * file of a live process, or a young one, is left alone. Returns how many were removed. A
+ * directory is read a batch of names at a time and none is kept: the proposals directory of a
+ * large store holds 100,000 names, and an array of them all was a run's largest allocation before
+ * its first proposal.
  */
 export async function sweepTemps(dirs: readonly string[], minAgeMs = 10_000): Promise<number> {
   let removed = 0;
   for (const dir of dirs) {
-    let names: string[];
+    const leftovers: string[] = [];
     try {
-      names = await fs.readdir(dir);
+      const listing = opendirSync(dir, { bufferSize: 1024 });
+      try {
+        for (let seen = 1, entry = listing.readSync(); entry !== null; seen++, entry = listing.readSync()) {
+          if (entry.name.endsWith('.tmp') && TEMP_NAME.test(entry.name)) leftovers.push(entry.name);
+          // A long listing lets the event loop run now and then.
+          if (seen % 8192 === 0) await new Promise((resolve) => setImmediate(resolve));
+        }
+      } finally {
+        listing.closeSync();
+      }
     } catch {
-      continue;
+      // gone, not a directory, or unreadable: nothing to sweep there
     }
-    for (const name of names) {
-      const match = /\.(\d+)\.[0-9a-z]+\.tmp$/.exec(name);
-      if (!match || pidAlive(Number(match[1]))) continue;
+    for (const name of leftovers) {
+      const match = TEMP_NAME.exec(name)!;
+      if (pidAlive(Number(match[1]))) continue;
       const file = path.join(dir, name);
       const stat = lstatSync(file, { throwIfNoEntry: false });
       if (!stat || !stat.isFile() || Date.now() - stat.mtimeMs < minAgeMs) continue;
