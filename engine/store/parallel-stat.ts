@@ -115,6 +115,35 @@ export class PackedIds {
       },
     };
   }
+  /**
+   * `count` ids of 26 bytes each in `unsorted`, sorted (as strings sort: they are ASCII) into new
+   * shared bytes: a radix sort, a character at a time from the last, of their positions.
+   */
+  static sorted(unsorted: Uint8Array, count: number): PackedIds {
+    let order = new Uint32Array(count);
+    let next = new Uint32Array(count);
+    for (let i = 0; i < count; i++) order[i] = i;
+    const counts = new Uint32Array(256);
+    for (let position = 25; position >= 0; position--) {
+      counts.fill(0);
+      for (let i = 0; i < count; i++) counts[unsorted[i * 26 + position]!]!++;
+      // A character every id shares (most of a ULID's time) orders nothing.
+      if (count === 0 || counts[unsorted[position]!] === count) continue;
+      for (let c = 0, total = 0; c < 256; c++) {
+        const here = counts[c]!;
+        counts[c] = total;
+        total += here;
+      }
+      for (let i = 0; i < count; i++) {
+        const id = order[i]!;
+        next[counts[unsorted[id * 26 + position]!]!++] = id;
+      }
+      [order, next] = [next, order];
+    }
+    const bytes = Buffer.from(new SharedArrayBuffer(count * 26));
+    for (let i = 0, to = 0; i < count; i++) for (let from = order[i]! * 26, end = from + 26; from < end; ) bytes[to++] = unsorted[from++]!;
+    return new PackedIds(bytes, count);
+  }
   at(i: number): string {
     const block = i >>> 9;
     if (block !== this.block) {

@@ -22,7 +22,7 @@
  * a name added, removed or renamed in a directory moves its mtime and ctime, so an unchanged
  * directory whose last change had settled before that scan holds the names the cache holds.
  */
-import { closeSync, constants, lstatSync, mkdirSync, openSync, readdirSync, readSync, type Stats, statfsSync } from 'node:fs';
+import { closeSync, constants, type Dir, lstatSync, mkdirSync, opendirSync, openSync, readSync, type Stats, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { isUlid } from '../util/ids.js';
 import { hasPath } from '../util/json-path.js';
@@ -279,30 +279,51 @@ function cachedIds(cache: CacheFile): PackedIds | undefined {
   return count === cache.entries ? ids.done() : undefined;
 }
 
-/** The directory's proposal files' ids, sorted. */
+/**
+ * The directory's proposal files' ids, sorted. Read a batch of names at a time into bytes and
+ * sorted there: an array of 100,000 names, kept through a sort, was what grew a scan's young
+ * generation to its limit after any change to the directory.
+ */
 function listedIds(proposalsDir: string): PackedIds | undefined {
-  let names: string[];
+  let listing: Dir;
   try {
-    names = readdirSync(proposalsDir);
+    listing = opendirSync(proposalsDir, { bufferSize: 1024 });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  const sorted = names
-    .filter((name) => FILE_NAME.test(name))
-    .map((name) => name.slice(0, 26))
-    .sort();
-  const ids = PackedIds.writer(sorted.length);
-  for (const id of sorted) ids.push(id);
-  return ids.done();
+  let bytes = Buffer.allocUnsafeSlow(26 * 1024);
+  let count = 0;
+  let pending = '';
+  const flush = () => {
+    const start = count * 26 - pending.length;
+    if (count * 26 > bytes.length) {
+      const grown = Buffer.allocUnsafeSlow(Math.max(bytes.length * 2, count * 26));
+      bytes.copy(grown, 0, 0, start);
+      bytes = grown;
+    }
+    bytes.write(pending, start, 'latin1');
+    pending = '';
+  };
+  try {
+    for (let entry = listing.readSync(); entry !== null; entry = listing.readSync()) {
+      if (!FILE_NAME.test(entry.name)) continue;
+      pending += entry.name.slice(0, 26);
+      if (++count % 512 === 0) flush();
+    }
+  } finally {
+    listing.closeSync();
+  }
+  flush();
+  return PackedIds.sorted(bytes, count);
 }
 
 /**
  * A scan's result as it is built: per entry, which id it is (an index into the ids scanned: a
  * file gone meanwhile has none), its status (an index into `statuses`, 0 for a malformed file) and
  * marks; and per entry, where the line the cache gets for it comes from — the bytes of a line of
- * the old cache (at offset `lineAt` ≥ 0, `lineBytes` long), a new line (`lineAt` -1 - k:
- * `fresh[k]`), or none (a malformed file: NO_LINE).
+ * the old cache (at offset `lineAt` ≥ 0, `lineBytes` long), a new line (`lineAt` -1 - place in
+ * `fresh`, `lineBytes` long with its newline), or none (a malformed file: NO_LINE).
  */
 class ScanBuilder implements ProposalScan {
   length = 0;
@@ -311,7 +332,7 @@ class ScanBuilder implements ProposalScan {
   private readonly markBits: Int32Array;
   lineAt: Float64Array;
   lineBytes: Int32Array;
-  fresh: string[] = [];
+  fresh = new FreshLines();
   private readonly statuses: (string | null)[] = [null];
   private readonly codeOf = new Map<string, number>();
   constructor(
@@ -353,7 +374,7 @@ class ScanBuilder implements ProposalScan {
   }
   /** The lines are written: only the entries are kept. */
   written(): void {
-    this.fresh = [];
+    this.fresh = new FreshLines();
     this.lineAt = new Float64Array(0);
     this.lineBytes = new Int32Array(0);
   }
@@ -361,15 +382,52 @@ class ScanBuilder implements ProposalScan {
 
 const NO_LINE = Number.NEGATIVE_INFINITY;
 
+/**
+ * New lines for the cache, kept as bytes outside the JavaScript heap until it is written: a first
+ * scan of 100,000 files makes 100,000 of them, and as strings they outlived the young generation
+ * (10 MB in the old one, and the young one grown to its limit).
+ */
+class FreshLines {
+  private readonly blocks: Buffer[] = [];
+  private used = 0;
+  /** Keep `line` and a newline; returns where (block · 2³² + offset) and how many bytes. */
+  add(line: string): { place: number; bytes: number } {
+    let block = this.blocks[this.blocks.length - 1];
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    if (!block || this.used + line.length * 3 + 1 > block.length) {
+      block = Buffer.allocUnsafeSlow(Math.max(1 << 18, line.length * 3 + 1));
+      this.blocks.push(block);
+      this.used = 0;
+    }
+    const at = this.used;
+    const bytes = block.write(line, at) + 1;
+    block[at + bytes - 1] = 10;
+    this.used += bytes;
+    return { place: (this.blocks.length - 1) * 2 ** 32 + at, bytes };
+  }
+  bytes(place: number, length: number): Buffer {
+    const at = place % 2 ** 32;
+    return this.blocks[Math.floor(place / 2 ** 32)]!.subarray(at, at + length);
+  }
+}
+
+const NEWLINE = Buffer.from('\n');
+
 /** A file written through a buffer: text, and byte ranges copied from another file. */
 class BlockWriter {
   private readonly buffer = Buffer.allocUnsafe(chunkBytes);
   private used = 0;
   constructor(private readonly fd: number) {}
   text(text: string): void {
-    if (this.used + text.length * 3 > this.buffer.length) this.flush();
-    if (text.length * 3 > this.buffer.length) writeAll(this.fd, Buffer.from(text));
-    else this.used += this.buffer.write(text, this.used);
+    this.bytes(Buffer.from(text));
+  }
+  bytes(bytes: Uint8Array): void {
+    if (this.used + bytes.length > this.buffer.length) this.flush();
+    if (bytes.length > this.buffer.length) writeAll(this.fd, bytes);
+    else {
+      this.buffer.set(bytes, this.used);
+      this.used += bytes.length;
+    }
   }
   copy(from: number, position: number, length: number): void {
     while (length > 0) {
@@ -398,14 +456,14 @@ function writeCache(cacheFile: string, header: string, built: ScanBuilder, cache
   const fd = openSync(temp, 'wx', 0o644);
   try {
     const out = new BlockWriter(fd);
-    let text = `${header}\n`;
+    out.text(`${header}\n`);
     // The old cache's bytes still to copy: [runStart, runEnd), each line's newline but the last's.
     let runStart = 0;
     let runEnd = -1;
     const copyRun = () => {
       if (runEnd < 0) return;
       out.copy(cache!.fd, runStart, runEnd - runStart);
-      text += '\n';
+      out.bytes(NEWLINE);
       runEnd = -1;
     };
     for (let n = 0; n < built.length; n++) {
@@ -417,21 +475,14 @@ function writeCache(cacheFile: string, header: string, built: ScanBuilder, cache
           continue;
         }
         copyRun();
-        out.text(text);
-        text = '';
         runStart = at;
         runEnd = at + built.lineBytes[n]!;
         continue;
       }
       copyRun();
-      text += `${built.fresh[-1 - at]!}\n`;
-      if (text.length >= 1 << 16) {
-        out.text(text);
-        text = '';
-      }
+      out.bytes(built.fresh.bytes(-1 - at, built.lineBytes[n]!));
     }
     copyRun();
-    out.text(text);
     out.flush();
   } catch (error) {
     closeSync(fd);
@@ -573,8 +624,8 @@ async function scanWith(
       const status = line.slice(27, first);
       if (line === previous) out.add(i, status === '' ? null : status, Number(line.slice(first + 1, second)), previousAt, previousBytes);
       else {
-        out.add(i, status === '' ? null : status, Number(line.slice(first + 1, second)), -1 - out.fresh.length);
-        out.fresh.push(line);
+        const { place, bytes } = out.fresh.add(line);
+        out.add(i, status === '' ? null : status, Number(line.slice(first + 1, second)), -1 - place, bytes);
       }
       lines++;
     }

@@ -976,4 +976,18 @@ describe('file store: the status index, read and written a chunk at a time', () 
         setCacheChunk();
       }
     });
+
+  it('lists a directory larger than its first batches, in id order, leaving out what is not a proposal', async () => {
+    const store = make();
+    const dir = path.join(store.location, 'proposals');
+    mkdirSync(dir, { recursive: true });
+    const many = Array.from(
+      { length: 1100 },
+      (_, i) => `01ARZ3NDEKTSV4RRFFQ6${crockford[(i * 7) % 32]}${crockford[i >> 10]}${crockford[(i >> 5) & 31]}${crockford[i & 31]}ZZ`,
+    );
+    for (const id of [...many].reverse()) writeFileSync(path.join(dir, `${id}.json`), `${JSON.stringify({ ...pending, id }, null, 2)}\n`);
+    writeFileSync(path.join(dir, `.${many[0]}.json.1.a.tmp`), '{');
+    writeFileSync(path.join(dir, 'notes.txt'), '');
+    expect((await all(store.index())).map((entry) => entry.id)).toEqual([...many].sort());
+  });
 });

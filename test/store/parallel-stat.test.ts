@@ -136,4 +136,27 @@ describe('ids packed into bytes', () => {
     for (const i of [1299, 0, 512, 511, 1024, 7, 1023]) expect(packed.at(i)).toBe(many[i]);
     expect(Buffer.from(packed.shared).toString('latin1')).toBe(many.join(''));
   });
+
+  it('sorts ids as strings sort: any order in, every one out once, none when there are none', () => {
+    const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed;
+    };
+    // Shared prefixes (one millisecond's ids), duplicates of none, and the extremes of the alphabet.
+    const ids = Array.from({ length: 3000 }, (_, i) =>
+      Array.from({ length: 26 }, (_, at) => (at === 0 ? String(random() % 8) : at < 9 && i % 3 === 0 ? 'Z' : alphabet[random() % 32])).join(''),
+    );
+    ids.push('00000000000000000000000000', '7ZZZZZZZZZZZZZZZZZZZZZZZZZ');
+    const unique = [...new Set(ids)];
+    const packed = PackedIds.sorted(Buffer.from(unique.join(''), 'latin1'), unique.length);
+    expect(Array.from({ length: packed.length }, (_, i) => packed.at(i))).toEqual([...unique].sort());
+    expect(PackedIds.sorted(Buffer.alloc(0), 0).length).toBe(0);
+    expect(PackedIds.sorted(Buffer.from(ids[0]!, 'latin1'), 1).at(0)).toBe(ids[0]);
+    // All but one share a character where the order is decided: that pass must still be made.
+    const pair = ['01ARZ3NDEKTSV4RRFFQ69G5FB0', '01ARZ3NDEKTSV4RRFFQ69G5FA1', '01ARZ3NDEKTSV4RRFFQ69G5FA0'];
+    const three = PackedIds.sorted(Buffer.from(pair.join(''), 'latin1'), 3);
+    expect([three.at(0), three.at(1), three.at(2)]).toEqual([...pair].sort());
+  });
 });
