@@ -26,6 +26,10 @@ const WORKER_BUSY = 1;
 const WORKER_DONE = 2;
 const CALLER = 3;
 
+/** What the worker writes as a file's size when it is gone, or not a regular file. */
+const GONE = -1;
+const NOT_A_FILE = -2;
+
 /** For tests: how many results came from a worker. */
 export const statsFromWorker = { count: 0 };
 
@@ -63,9 +67,9 @@ for (let k = chunks - 1; k >= 0; k--) {
   const text = ids.toString('latin1', first * 26, Math.min(count, (k + 1) * chunk) * 26);
   for (let i = first; i < Math.min(count, (k + 1) * chunk); i++) {
     const stat = lstatSync(prefix + text.slice((i - first) * 26, (i - first) * 26 + 26) + suffix, { throwIfNoEntry: false });
-    const at = i * 5;
-    out[at] = !stat ? 0 : stat.isFile() ? 1 : 2;
-    if (stat) { out[at + 1] = stat.mtimeMs; out[at + 2] = stat.size; out[at + 3] = stat.ino; out[at + 4] = stat.ctimeMs; }
+    const at = i * 4;
+    if (stat && stat.isFile()) { out[at] = stat.mtimeMs; out[at + 1] = stat.size; out[at + 2] = stat.ino; out[at + 3] = stat.ctimeMs; }
+    else out[at + 1] = stat ? ${NOT_A_FILE} : ${GONE};
   }
   Atomics.store(state, k, ${WORKER_DONE});
   Atomics.notify(state, k);
@@ -194,8 +198,8 @@ export function statFiles(prefix: string, ids: readonly string[] | PackedIds, su
   let shared: SharedArrayBuffer;
   let worker: Worker;
   try {
-    // The chunks' states (Int32, padded to a whole Float64), then five numbers per file.
-    shared = new SharedArrayBuffer(Math.ceil(chunks / 2) * 8 + ids.length * 5 * 8);
+    // The chunks' states (Int32, padded to a whole Float64), then four numbers per file.
+    shared = new SharedArrayBuffer(Math.ceil(chunks / 2) * 8 + ids.length * 4 * 8);
     // Loaded here: only a listing of tens of thousands of files starts a thread.
     const { Worker } = process.getBuiltinModule('node:worker_threads');
     // Each lstat is garbage at once: a young generation of 2 MB does (its default grows to 32 MB).
@@ -251,11 +255,11 @@ export function statFiles(prefix: string, ids: readonly string[] | PackedIds, su
     at: (i) => {
       if (fromWorker[Math.floor(i / chunk)] !== 1) return sync(i);
       statsFromWorker.count++;
-      const at = i * 5;
-      const kind = out[at];
-      if (kind === 0) return undefined;
-      if (kind === 2) return null;
-      return { mtimeMs: out[at + 1]!, size: out[at + 2]!, ino: out[at + 3]!, ctimeMs: out[at + 4]! };
+      const at = i * 4;
+      const size = out[at + 1]!;
+      if (size === GONE) return undefined;
+      if (size === NOT_A_FILE) return null;
+      return { mtimeMs: out[at]!, size, ino: out[at + 2]!, ctimeMs: out[at + 3]! };
     },
     close: () => {
       clearTimeout(timer);

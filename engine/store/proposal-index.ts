@@ -121,11 +121,16 @@ function listedAsIndexed(line: string, wanted: (status: string) => boolean, trus
   return Math.max(Number(fields[3]), Number(fields[6])) < trustedBefore;
 }
 
-/** How much of the cache is read (and written) at a time. */
-let chunkBytes = 1 << 16;
+/**
+ * How much of the cache is read (and written) at a time. Small: the chunk being read is alive at
+ * every collection of the young generation, which grows with what survives them (64 KB chunks
+ * peaked 3 MB higher at 100,000 proposals, for no time the bench could see).
+ */
+const CHUNK = 1 << 13;
+let chunkBytes = CHUNK;
 
 /** For tests: read and write the cache `bytes` at a time (every line across chunks). */
-export function setCacheChunk(bytes = 1 << 16): void {
+export function setCacheChunk(bytes = CHUNK): void {
   chunkBytes = bytes;
 }
 const HIGH_BYTES = /[^\x00-\x7f]/;
@@ -193,7 +198,8 @@ class CacheFile {
   private readonly buffer = Buffer.allocUnsafe(chunkBytes);
   private constructor(
     readonly fd: number,
-    private readonly body: number,
+    /** Where the lines start. */
+    readonly body: number,
     readonly scannedAt: number,
     readonly directory: string,
     readonly entries: number,
@@ -327,44 +333,81 @@ function listedIds(proposalsDir: string): PackedIds | undefined {
  */
 class ScanBuilder implements ProposalScan {
   length = 0;
-  private readonly index: Int32Array;
+  /** Undefined while every entry so far is the id at its own position (nothing gone). */
+  private index: Int32Array | undefined;
   private readonly codes: Int32Array;
-  private readonly markBits: Int32Array;
-  lineAt: Float64Array;
-  lineBytes: Int32Array;
+  private readonly markBits: Uint8Array | Uint16Array | Int32Array;
+  /**
+   * The first `linear` entries' lines are the old cache's first lines, as they were: its bytes
+   * [linearFrom, linearEnd) (the last newline left out). Only from the first entry that is not
+   * are lines placed one by one, in `lineAt` and `lineBytes` (a scan that changes nothing needs
+   * neither).
+   */
+  linear = 0;
+  linearEnd: number;
+  lineAt: Float64Array | undefined;
+  lineBytes: Int32Array | undefined;
   fresh = new FreshLines();
   private readonly statuses: (string | null)[] = [null];
   private readonly codeOf = new Map<string, number>();
   constructor(
     private readonly ids: PackedIds,
-    capacity: number,
+    private readonly capacity: number,
+    markFields: number,
+    readonly linearFrom: number,
   ) {
-    this.index = new Int32Array(capacity);
+    this.linearEnd = linearFrom - 1;
     this.codes = new Int32Array(capacity);
-    this.markBits = new Int32Array(capacity);
-    this.lineAt = new Float64Array(capacity);
-    this.lineBytes = new Int32Array(capacity);
+    this.markBits = markFields <= 8 ? new Uint8Array(capacity) : markFields <= 16 ? new Uint16Array(capacity) : new Int32Array(capacity);
   }
-  add(i: number, status: string | null, marks: number, lineAt: number, lineBytes = 0): void {
+  /** Entry `n` is id `i`, its cache line `line` (null: a malformed file). */
+  add(i: number, line: string | null, lineAt: number, lineBytes = 0): void {
     const n = this.length++;
-    this.index[n] = i;
+    if (this.index) this.index[n] = i;
+    else if (i !== n) {
+      this.index = new Int32Array(this.capacity);
+      for (let k = 0; k < n; k++) this.index[k] = k;
+      this.index[n] = i;
+    }
+    // id, status, marks, signature: the status found among those seen without cutting it out.
     let code = 0;
-    if (status !== null) {
-      code = this.codeOf.get(status) ?? this.statuses.length;
-      if (code === this.statuses.length) {
-        // A copy: a slice would keep the whole text it was cut from (the old cache) alive.
-        const own = Buffer.from(status).toString();
-        this.codeOf.set(own, code);
-        this.statuses.push(own);
+    let marksAt = 28;
+    if (line !== null) {
+      for (let c = 1; c < this.statuses.length && c <= 16; c++) {
+        const known = this.statuses[c]!;
+        if (line.charCodeAt(27 + known.length) === 9 && line.startsWith(known, 27)) {
+          code = c;
+          marksAt = 28 + known.length;
+          break;
+        }
+      }
+      if (code === 0 && line.charCodeAt(27) !== 9) {
+        const end = line.indexOf('\t', 27);
+        const status = line.slice(27, end);
+        marksAt = end + 1;
+        code = this.codeOf.get(status) ?? this.statuses.length;
+        if (code === this.statuses.length) {
+          // A copy: a slice would keep the whole text it was cut from (the old cache) alive.
+          const own = Buffer.from(status).toString();
+          this.codeOf.set(own, code);
+          this.statuses.push(own);
+        }
       }
     }
     this.codes[n] = code;
-    this.markBits[n] = marks;
+    this.markBits[n] = line === null ? 0 : digitsAt(line, marksAt);
+    if (!this.lineAt && lineAt >= 0 && lineAt === this.linearEnd + 1) {
+      this.linear++;
+      this.linearEnd = lineAt + lineBytes;
+      return;
+    }
+    this.lineAt ??= new Float64Array(this.capacity);
+    this.lineBytes ??= new Int32Array(this.capacity);
     this.lineAt[n] = lineAt;
     this.lineBytes[n] = lineBytes;
   }
   id(n: number): string {
-    return this.ids.at(this.index[n]!);
+    return this.ids.at(this.index ? this.index[n]! : n);
   }
   status(n: number): string | null {
     return this.statuses[this.codes[n]!] ?? null;
@@ -375,12 +418,55 @@ class ScanBuilder implements ProposalScan {
   /** The lines are written: only the entries are kept. */
   written(): void {
     this.fresh = new FreshLines();
-    this.lineAt = new Float64Array(0);
-    this.lineBytes = new Int32Array(0);
+    this.lineAt = undefined;
+    this.lineBytes = undefined;
   }
 }
 
 const NO_LINE = Number.NEGATIVE_INFINITY;
+
+/** The decimal number written in `line` from `at` to the next tab (or its end), read in place. */
+function digitsAt(line: string, at: number): number {
+  let value = 0;
+  for (let c = line.charCodeAt(at); c >= 48 && c <= 57; c = line.charCodeAt(++at)) value = value * 10 + (c - 48);
+  return value;
+}
+
+/**
+ * Does a cache line end with this file's signature — `\t` mtime `\t` size `\t` inode `\t` ctime —
+ * as a scan writes it? The whole numbers are compared digit by digit in place, the times as
+ * their text: nothing is built for a line that matches but two short strings. (Exported for tests.)
+ */
+export function endsWithSignature(line: string, stat: { mtimeMs: number; size: number; ino: number; ctimeMs: number }): boolean {
+  const ctime = String(stat.ctimeMs);
+  const ctimeAt = line.length - ctime.length;
+  if (line.charCodeAt(ctimeAt - 1) !== 9 || !line.endsWith(ctime)) return false;
+  const inoAt = line.lastIndexOf('\t', ctimeAt - 2) + 1;
+  if (!wholeNumberAt(line, inoAt, ctimeAt - 1, stat.ino)) return false;
+  const sizeAt = line.lastIndexOf('\t', inoAt - 2) + 1;
+  if (!wholeNumberAt(line, sizeAt, inoAt - 1, stat.size)) return false;
+  const mtime = String(stat.mtimeMs);
+  const mtimeAt = sizeAt - 1 - mtime.length;
+  return mtimeAt > 27 && line.charCodeAt(mtimeAt - 1) === 9 && line.startsWith(mtime, mtimeAt);
+}
+
+/** Is line[from, to) exactly what String(value) writes? */
+function wholeNumberAt(line: string, from: number, to: number, value: number): boolean {
+  if (from <= 0 || to <= from) return false;
+  if (!Number.isSafeInteger(value) || value < 0 || to - from > 16) {
+    // Not a plain run of digits (an inode past 2^53 is written in exponent form): as text.
+    const text = String(value);
+    return to - from === text.length && line.startsWith(text, from);
+  }
+  if (to - from > 1 && line.charCodeAt(from) === 48) return false; // a leading zero: not how it is written
+  let read = 0;
+  for (let at = from; at < to; at++) {
+    const c = line.charCodeAt(at);
+    if (c < 48 || c > 57) return false;
+    read = read * 10 + (c - 48);
+  }
+  return read === value;
+}
 
 /**
  * New lines for the cache, kept as bytes outside the JavaScript heap until it is written: a first
@@ -466,21 +552,26 @@ function writeCache(cacheFile: string, header: string, built: ScanBuilder, cache
       out.bytes(NEWLINE);
       runEnd = -1;
     };
-    for (let n = 0; n < built.length; n++) {
-      const at = built.lineAt[n]!;
+    if (built.linear > 0) {
+      runStart = built.linearFrom;
+      runEnd = built.linearEnd;
+    }
+    for (let n = built.linear; n < built.length; n++) {
+      const at = built.lineAt![n]!;
+      const bytes = built.lineBytes![n]!;
       if (at === NO_LINE) continue;
       if (at >= 0) {
         if (runEnd >= 0 && at === runEnd + 1) {
-          runEnd = at + built.lineBytes[n]!;
+          runEnd = at + bytes;
           continue;
         }
         copyRun();
         runStart = at;
-        runEnd = at + built.lineBytes[n]!;
+        runEnd = at + bytes;
         continue;
       }
       copyRun();
-      out.bytes(built.fresh.bytes(-1 - at, built.lineBytes[n]!));
+      out.bytes(built.fresh.bytes(-1 - at, bytes));
     }
     copyRun();
     out.flush();
@@ -536,7 +627,7 @@ async function scanWith(
   // settled when this scan looked at it, and every name it holds is in the cache (a link, FIFO or
   // directory named like a proposal is not: then the directory is listed each time, and reported).
   let recordDirectory = directoryChangedAt < lookedAt - RACY_MS ? signature : '';
-  const out = new ScanBuilder(ids, ids.length);
+  const out = new ScanBuilder(ids, ids.length, markFields.length, cache?.body ?? -1);
   let lines = 0;
   let changed = false;
   const cached = cache?.lines();
@@ -550,14 +641,13 @@ async function scanWith(
    * null: not a regular file (malformed); undefined: gone.
    */
   const check = (i: number, id: string, previous: string | undefined): string | null | undefined => {
-    const file = `${prefix}${id}.json`;
     let stat: FileStat;
     let text: string | undefined;
     if (previous === undefined) {
       // Not in the cache (a new file; every file, the first time): it is read anyway, and its
       // fstat is the signature — no lstat before the open.
       try {
-        const read = readRegularStat(file);
+        const read = readRegularStat(`${prefix}${id}.json`);
         text = read?.text;
         stat = read && { mtimeMs: read.stat.mtimeMs, size: read.stat.size, ino: read.stat.ino, ctimeMs: read.stat.ctimeMs };
       } catch {
@@ -568,12 +658,11 @@ async function scanWith(
       if (previous !== undefined) changed = true;
       return stat;
     }
-    const signature = `${stat.mtimeMs}\t${stat.size}\t${stat.ino}\t${stat.ctimeMs}`;
     const changedAt = Math.max(stat.mtimeMs, stat.ctimeMs);
-    if (previous !== undefined && previous.endsWith(signature) && changedAt < trustedBefore) return previous;
+    if (previous !== undefined && changedAt < trustedBefore && endsWithSignature(previous, stat)) return previous;
     if (text === undefined) {
       try {
-        text = readRegular(file);
+        text = readRegular(`${prefix}${id}.json`);
       } catch {
         text = ''; // replaced by something that is not a file meanwhile: malformed
       }
@@ -587,7 +676,7 @@ async function scanWith(
     if (keep && head.record && head.status !== null && keep.into.size < keep.budget && keep.wanted(head.status))
       keep.into.set(id, { text, record: head.record });
     // A status with a tab or a newline is not a state of any machine; keep the line intact.
-    const line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${signature}`;
+    const line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${stat.mtimeMs}\t${stat.size}\t${stat.ino}\t${stat.ctimeMs}`;
     // A racy entry read again to the same line changes nothing, unless this scan's record of it
     // would be trusted next time: then the cache is written again for that.
     if (line !== previous || changedAt < scanStart - RACY_MS) changed = true;
@@ -598,7 +687,7 @@ async function scanWith(
       const id = ids.at(i);
       const claimed = stats.claim(i);
       if (claimed) await claimed;
-      while (hasLine && cached!.line.slice(0, 26) < id) {
+      while (hasLine && !cached!.line.startsWith(id) && cached!.line.slice(0, 26) < id) {
         hasLine = cached!.next();
         changed = true; // a cached entry whose file is gone
       }
@@ -616,16 +705,13 @@ async function scanWith(
       if (line === undefined) continue;
       if (line === null) {
         recordDirectory = '';
-        out.add(i, null, 0, NO_LINE);
+        out.add(i, null, NO_LINE);
         continue;
       }
-      const first = line.indexOf('\t', 27);
-      const second = line.indexOf('\t', first + 1);
-      const status = line.slice(27, first);
-      if (line === previous) out.add(i, status === '' ? null : status, Number(line.slice(first + 1, second)), previousAt, previousBytes);
+      if (line === previous) out.add(i, line, previousAt, previousBytes);
       else {
         const { place, bytes } = out.fresh.add(line);
-        out.add(i, status === '' ? null : status, Number(line.slice(first + 1, second)), -1 - place, bytes);
+        out.add(i, line, -1 - place, bytes);
       }
       lines++;
     }

@@ -969,6 +969,14 @@ describe('file store: the status index, read and written a chunk at a time', () 
           rmSync(path.join(store.location, '.index', 'proposals.tsv'));
           expect(await counted(store)).toEqual(now);
           expect(body(store)).toBe(rewritten);
+          // One change in the middle: the lines before it are copied as one run.
+          write(ids[30]!, 'passed');
+          const later = { ...now, pending: 6, passed: 9 };
+          expect(await counted(store)).toEqual(later);
+          const again = body(store);
+          rmSync(path.join(store.location, '.index', 'proposals.tsv'));
+          expect(await counted(store)).toEqual(later);
+          expect(body(store)).toBe(again);
           const listed = (await all(store.list({ status: 'одобрено' }))).map((entry) => (entry.kind === 'found' ? entry.stored.id : entry.kind));
           expect(listed).toEqual([ids[4], ids[9], ids[14], ids[19], ids[24], ids[29], ids[34], '01ARZ3NDEKTSV4RRFFQ69G5FZZ']);
         });

@@ -54,7 +54,7 @@ const { prefix, suffix, shared } = workerData;
 const names = Buffer.from(workerData.names).toString('latin1');
 const state = new Int32Array(shared, 0, 4);
 const out = new Float64Array(shared, 16);
-const stat = (k) => { for (let i = k * 2; i < k * 2 + 2; i++) { const s = lstatSync(prefix + names.slice(i * 26, i * 26 + 26) + suffix); out[i * 5] = 1; out[i * 5 + 1] = s.mtimeMs; out[i * 5 + 2] = s.size; out[i * 5 + 3] = s.ino; out[i * 5 + 4] = s.ctimeMs; } Atomics.store(state, k, 2); Atomics.notify(state, k); };
+const stat = (k) => { for (let i = k * 2; i < k * 2 + 2; i++) { const s = lstatSync(prefix + names.slice(i * 26, i * 26 + 26) + suffix); out[i * 4] = s.mtimeMs; out[i * 4 + 1] = s.size; out[i * 4 + 2] = s.ino; out[i * 4 + 3] = s.ctimeMs; } Atomics.store(state, k, 2); Atomics.notify(state, k); };
 Atomics.store(state, 3, 1);
 while (Atomics.load(state, 0) === 0) Atomics.wait(state, 0, 0, 10);
 stat(3);
@@ -141,8 +141,8 @@ describe('ids packed into bytes', () => {
     const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
     let seed = 7;
     const random = () => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed;
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed >>> 8;
     };
     // Shared prefixes (one millisecond's ids), duplicates of none, and the extremes of the alphabet.
     const ids = Array.from({ length: 3000 }, (_, i) =>
