@@ -120,19 +120,20 @@ export class PackedIds {
     };
   }
   /**
-   * `count` ids of 26 bytes each in `unsorted`, sorted (as strings sort: they are ASCII) into new
-   * shared bytes: a radix sort, a character at a time from the last, of their positions.
+   * The first `count` ids of 26 bytes each in `bytes`, sorted there (as strings sort: they are
+   * ASCII): a radix sort of their positions, a character at a time from the last, then each id
+   * moved to its place along the cycles of that order — no second copy of the ids.
    */
-  static sorted(unsorted: Uint8Array, count: number): PackedIds {
+  static sortedInPlace(bytes: Buffer, count: number): PackedIds {
     let order = new Uint32Array(count);
     let next = new Uint32Array(count);
     for (let i = 0; i < count; i++) order[i] = i;
     const counts = new Uint32Array(256);
     for (let position = 25; position >= 0; position--) {
       counts.fill(0);
-      for (let i = 0; i < count; i++) counts[unsorted[i * 26 + position]!]!++;
+      for (let i = 0; i < count; i++) counts[bytes[i * 26 + position]!]!++;
       // A character every id shares (most of a ULID's time) orders nothing.
-      if (count === 0 || counts[unsorted[position]!] === count) continue;
+      if (count === 0 || counts[bytes[position]!] === count) continue;
       for (let c = 0, total = 0; c < 256; c++) {
         const here = counts[c]!;
         counts[c] = total;
@@ -140,12 +141,23 @@ export class PackedIds {
       }
       for (let i = 0; i < count; i++) {
         const id = order[i]!;
-        next[counts[unsorted[id * 26 + position]!]!++] = id;
+        next[counts[bytes[id * 26 + position]!]!++] = id;
       }
       [order, next] = [next, order];
     }
-    const bytes = Buffer.from(new SharedArrayBuffer(count * 26));
-    for (let i = 0, to = 0; i < count; i++) for (let from = order[i]! * 26, end = from + 26; from < end; ) bytes[to++] = unsorted[from++]!;
+    // Place k takes the id at order[k]: follow each cycle once, marking a place done by order[k] = k.
+    const held = new Uint8Array(26);
+    for (let start = 0; start < count; start++) {
+      if (order[start] === start) continue;
+      for (let b = 0; b < 26; b++) held[b] = bytes[start * 26 + b]!;
+      let place = start;
+      for (let from = order[place]!; from !== start; place = from, from = order[place]!) {
+        for (let b = 0; b < 26; b++) bytes[place * 26 + b] = bytes[from * 26 + b]!;
+        order[place] = place;
+      }
+      for (let b = 0; b < 26; b++) bytes[place * 26 + b] = held[b]!;
+      order[place] = place;
+    }
     return new PackedIds(bytes, count);
   }
   at(i: number): string {

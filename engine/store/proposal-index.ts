@@ -129,9 +129,13 @@ function listedAsIndexed(line: string, wanted: (status: string) => boolean, trus
 const CHUNK = 1 << 13;
 let chunkBytes = CHUNK;
 
-/** For tests: read and write the cache `bytes` at a time (every line across chunks). */
-export function setCacheChunk(bytes = CHUNK): void {
+/**
+ * For tests: read and write the cache `bytes` at a time (every line across chunks), and keep at
+ * most `freshBytes` of new lines in memory (the rest in a file).
+ */
+export function setCacheChunk(bytes = CHUNK, freshBytes = FRESH_IN_MEMORY): void {
   chunkBytes = bytes;
+  freshInMemory = freshBytes;
 }
 const HIGH_BYTES = /[^\x00-\x7f]/;
 
@@ -198,8 +202,9 @@ class CacheFile {
   private readonly buffer = Buffer.allocUnsafe(chunkBytes);
   private constructor(
     readonly fd: number,
-    /** Where the lines start. */
+    /** Where the lines start, and how many bytes they take. */
     readonly body: number,
+    readonly bodyBytes: number,
     readonly scannedAt: number,
     readonly directory: string,
     readonly entries: number,
@@ -207,8 +212,9 @@ class CacheFile {
   /** undefined: no cache, or not one this scan can use (another format, other fields). */
   static open(file: string, fields: string): CacheFile | undefined {
     let fd: number;
+    let size: number;
     try {
-      fd = openRegularSized(file, constants.O_RDONLY).fd;
+      ({ fd, size } = openRegularSized(file, constants.O_RDONLY));
     } catch {
       return undefined;
     }
@@ -225,7 +231,8 @@ class CacheFile {
       const match = /^(\d{1,15})(?:\t(-?\d+(?:\.\d+)?:-?\d+(?:\.\d+)?:\d+:\d+)\t(\d{1,9}))?$/.exec(rest);
       if (match && (newline >= 0 || read < buffer.length)) {
         const entries = match[3] === undefined ? -1 : Number(match[3]);
-        return new CacheFile(fd, newline < 0 ? read : newline + 1, Number(match[1]), match[2] ?? '', entries);
+        const body = newline < 0 ? read : newline + 1;
+        return new CacheFile(fd, body, Math.max(0, size - body), Number(match[1]), match[2] ?? '', entries);
       }
     } catch {
       // unreadable: no cache
@@ -290,7 +297,7 @@ function cachedIds(cache: CacheFile): PackedIds | undefined {
  * sorted there: an array of 100,000 names, kept through a sort, was what grew a scan's young
  * generation to its limit after any change to the directory.
  */
-function listedIds(proposalsDir: string): PackedIds | undefined {
+function listedIds(proposalsDir: string, expected: number): PackedIds | undefined {
   let listing: Dir;
   try {
     listing = opendirSync(proposalsDir, { bufferSize: 1024 });
@@ -298,13 +305,15 @@ function listedIds(proposalsDir: string): PackedIds | undefined {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  let bytes = Buffer.allocUnsafeSlow(26 * 1024);
+  // Shared (the stat worker reads them) and sized for what the directory is expected to hold:
+  // pages never written are never resident.
+  let bytes = Buffer.from(new SharedArrayBuffer(26 * Math.max(1024, Math.ceil(expected))));
   let count = 0;
   let pending = '';
   const flush = () => {
     const start = count * 26 - pending.length;
     if (count * 26 > bytes.length) {
-      const grown = Buffer.allocUnsafeSlow(Math.max(bytes.length * 2, count * 26));
+      const grown = Buffer.from(new SharedArrayBuffer(Math.max(bytes.length * 2, count * 26)));
       bytes.copy(grown, 0, 0, start);
       bytes = grown;
     }
@@ -321,7 +330,7 @@ function listedIds(proposalsDir: string): PackedIds | undefined {
     listing.closeSync();
   }
   flush();
-  return PackedIds.sorted(bytes, count);
+  return PackedIds.sortedInPlace(bytes, count);
 }
 
 /**
@@ -347,7 +356,7 @@ class ScanBuilder implements ProposalScan {
   linearEnd: number;
   lineAt: Float64Array | undefined;
   lineBytes: Int32Array | undefined;
-  fresh = new FreshLines();
+  readonly fresh: FreshLines;
   private readonly statuses: (string | null)[] = [null];
   private readonly codeOf = new Map<string, number>();
   constructor(
@@ -355,7 +364,9 @@ class ScanBuilder implements ProposalScan {
     private readonly capacity: number,
     markFields: number,
     readonly linearFrom: number,
+    cacheFile: string,
   ) {
+    this.fresh = new FreshLines(cacheFile);
     this.linearEnd = linearFrom - 1;
     this.codes = new Int32Array(capacity);
     this.markBits = markFields <= 8 ? new Uint8Array(capacity) : markFields <= 16 ? new Uint16Array(capacity) : new Int32Array(capacity);
@@ -417,7 +428,7 @@ class ScanBuilder implements ProposalScan {
   }
   /** The lines are written: only the entries are kept. */
   written(): void {
-    this.fresh = new FreshLines();
+    this.fresh.discard();
     this.lineAt = undefined;
     this.lineBytes = undefined;
   }
@@ -468,20 +479,32 @@ function wholeNumberAt(line: string, from: number, to: number, value: number): b
   return read === value;
 }
 
+/** New lines kept in memory up to this many bytes; past it, in a file beside the cache. */
+const FRESH_IN_MEMORY = 1 << 20;
+let freshInMemory = FRESH_IN_MEMORY;
+/** A place at or past this is an offset in that file plus it. */
+const SPILLED = 2 ** 52;
+
 /**
- * New lines for the cache, kept as bytes outside the JavaScript heap until it is written: a first
- * scan of 100,000 files makes 100,000 of them, and as strings they outlived the young generation
- * (10 MB in the old one, and the young one grown to its limit).
+ * New lines for the cache, kept as bytes outside the JavaScript heap until it is written, and past
+ * FRESH_IN_MEMORY in a temp file beside it: a first scan of 100,000 files makes 100,000 of them
+ * (9 MB; as strings they outlived the young generation — 10 MB in the old one, and the young one
+ * grown to its limit). A place is block · 2³² + offset in memory, SPILLED + offset in the file.
  */
 class FreshLines {
   private readonly blocks: Buffer[] = [];
   private used = 0;
-  /** Keep `line` and a newline; returns where (block · 2³² + offset) and how many bytes. */
+  private inMemory = 0;
+  private spill: { fd: number; file: string; written: number; buffer: Buffer; pending: number } | undefined;
+  constructor(private readonly beside: string) {}
+  /** Keep `line` and a newline; returns where and how many bytes. */
   add(line: string): { place: number; bytes: number } {
-    let block = this.blocks[this.blocks.length - 1];
     // UTF-8 takes at most 3 bytes per UTF-16 unit.
-    if (!block || this.used + line.length * 3 + 1 > block.length) {
-      block = Buffer.allocUnsafeSlow(Math.max(1 << 18, line.length * 3 + 1));
+    const most = line.length * 3 + 1;
+    if (this.inMemory >= freshInMemory) return this.addToFile(line, most);
+    let block = this.blocks[this.blocks.length - 1];
+    if (!block || this.used + most > block.length) {
+      block = Buffer.allocUnsafeSlow(Math.max(1 << 18, most));
       this.blocks.push(block);
       this.used = 0;
     }
@@ -489,11 +512,52 @@ class FreshLines {
     const bytes = block.write(line, at) + 1;
     block[at + bytes - 1] = 10;
     this.used += bytes;
+    this.inMemory += bytes;
     return { place: (this.blocks.length - 1) * 2 ** 32 + at, bytes };
   }
-  bytes(place: number, length: number): Buffer {
+  private addToFile(line: string, most: number): { place: number; bytes: number } {
+    if (!this.spill) {
+      mkdirSync(path.dirname(this.beside), { recursive: true });
+      const file = tempName(this.beside);
+      this.spill = { fd: openSync(file, 'wx+', 0o600), file, written: 0, buffer: Buffer.allocUnsafe(chunkBytes), pending: 0 };
+    }
+    const spill = this.spill;
+    if (spill.pending + most > spill.buffer.length) this.flushFile();
+    if (most > spill.buffer.length) {
+      const bytes = Buffer.from(`${line}\n`);
+      writeAll(spill.fd, bytes);
+      spill.written += bytes.length;
+      return { place: SPILLED + spill.written - bytes.length, bytes: bytes.length };
+    }
+    const place = SPILLED + spill.written + spill.pending;
+    const bytes = spill.buffer.write(line, spill.pending) + 1;
+    spill.buffer[spill.pending + bytes - 1] = 10;
+    spill.pending += bytes;
+    return { place, bytes };
+  }
+  private flushFile(): void {
+    const spill = this.spill!;
+    writeAll(spill.fd, spill.buffer.subarray(0, spill.pending));
+    spill.written += spill.pending;
+    spill.pending = 0;
+  }
+  /** Copy `length` bytes kept from `place` on (lines added one after another) to `out`. */
+  copyTo(out: BlockWriter, place: number, length: number): void {
+    if (place >= SPILLED) {
+      if (this.spill!.pending > 0) this.flushFile();
+      out.copy(this.spill!.fd, place - SPILLED, length);
+      return;
+    }
     const at = place % 2 ** 32;
-    return this.blocks[Math.floor(place / 2 ** 32)]!.subarray(at, at + length);
+    out.bytes(this.blocks[Math.floor(place / 2 ** 32)]!.subarray(at, at + length));
+  }
+  /** Let go of every line (and the file). */
+  discard(): void {
+    this.blocks.length = 0;
+    if (!this.spill) return;
+    closeSync(this.spill.fd);
+    unlinkQuietly(this.spill.file);
+    this.spill = undefined;
   }
 }
 
@@ -543,16 +607,20 @@ function writeCache(cacheFile: string, header: string, built: ScanBuilder, cache
   try {
     const out = new BlockWriter(fd);
     out.text(`${header}\n`);
-    // The old cache's bytes still to copy: [runStart, runEnd), each line's newline but the last's.
+    // Bytes still to copy, [runStart, runEnd): of the old cache (each line's newline but the
+    // last's), or of the new lines (newlines and all).
+    let run: 'none' | 'old' | 'new' = 'none';
     let runStart = 0;
-    let runEnd = -1;
+    let runEnd = 0;
     const copyRun = () => {
-      if (runEnd < 0) return;
-      out.copy(cache!.fd, runStart, runEnd - runStart);
-      out.bytes(NEWLINE);
-      runEnd = -1;
+      if (run === 'old') {
+        out.copy(cache!.fd, runStart, runEnd - runStart);
+        out.bytes(NEWLINE);
+      } else if (run === 'new') built.fresh.copyTo(out, runStart, runEnd - runStart);
+      run = 'none';
     };
     if (built.linear > 0) {
+      run = 'old';
       runStart = built.linearFrom;
       runEnd = built.linearEnd;
     }
@@ -560,18 +628,17 @@ function writeCache(cacheFile: string, header: string, built: ScanBuilder, cache
       const at = built.lineAt![n]!;
       const bytes = built.lineBytes![n]!;
       if (at === NO_LINE) continue;
-      if (at >= 0) {
-        if (runEnd >= 0 && at === runEnd + 1) {
-          runEnd = at + bytes;
-          continue;
-        }
-        copyRun();
-        runStart = at;
-        runEnd = at + bytes;
+      const kind = at >= 0 ? 'old' : 'new';
+      const from = at >= 0 ? at : -1 - at;
+      // The next line of the same source: the old cache's after a newline, a new one right after.
+      if (run === kind && from === runEnd + (kind === 'old' ? 1 : 0)) {
+        runEnd = from + bytes;
         continue;
       }
       copyRun();
-      out.bytes(built.fresh.bytes(-1 - at, bytes));
+      run = kind;
+      runStart = from;
+      runEnd = from + bytes;
     }
     copyRun();
     out.flush();
@@ -618,7 +685,10 @@ async function scanWith(
   let ids = cache && signature !== '' && signature === cache.directory && directoryChangedAt < trustedBefore ? cachedIds(cache) : undefined;
   if (ids) directoryListingsSkipped.count++;
   else {
-    ids = listedIds(proposalsDir);
+    // About as many as the cache has lines (a line is 80-odd bytes) or the directory's size allows
+    // (ext4 gives a name of a proposal 40 bytes; others say less), whichever is more: room that is
+    // never written is never resident, and the ids are not copied as they grow.
+    ids = listedIds(proposalsDir, Math.max(cache ? cache.bodyBytes / 60 : 0, directory.size / 32));
     if (!ids) return EMPTY_SCAN;
   }
   // Before any stat: every file this scan sees was last written no later than it saw it.
@@ -627,108 +697,112 @@ async function scanWith(
   // settled when this scan looked at it, and every name it holds is in the cache (a link, FIFO or
   // directory named like a proposal is not: then the directory is listed each time, and reported).
   let recordDirectory = directoryChangedAt < lookedAt - RACY_MS ? signature : '';
-  const out = new ScanBuilder(ids, ids.length, markFields.length, cache?.body ?? -1);
-  let lines = 0;
-  let changed = false;
-  const cached = cache?.lines();
-  let hasLine = cached?.next() ?? false;
-  const prefix = `${proposalsDir}/`;
-  // lstat (or the open of a file not in the cache): a link, FIFO or directory named like a proposal
-  // is reported (malformed), never followed. Without a cache every file is read: no stats at all.
-  const stats = statFiles(prefix, hasLine ? ids : [], '.json');
-  /**
-   * The cache line of `id` (at `i`), checked against its file and read again when it changed;
-   * null: not a regular file (malformed); undefined: gone.
-   */
-  const check = (i: number, id: string, previous: string | undefined): string | null | undefined => {
-    let stat: FileStat;
-    let text: string | undefined;
-    if (previous === undefined) {
-      // Not in the cache (a new file; every file, the first time): it is read anyway, and its
-      // fstat is the signature — no lstat before the open.
-      try {
-        const read = readRegularStat(`${prefix}${id}.json`);
-        text = read?.text;
-        stat = read && { mtimeMs: read.stat.mtimeMs, size: read.stat.size, ino: read.stat.ino, ctimeMs: read.stat.ctimeMs };
-      } catch {
-        stat = null; // a link, FIFO or directory named like a proposal, or unreadable: malformed
-      }
-    } else stat = stats.at(i);
-    if (stat === undefined || stat === null) {
-      if (previous !== undefined) changed = true;
-      return stat;
-    }
-    const changedAt = Math.max(stat.mtimeMs, stat.ctimeMs);
-    if (previous !== undefined && changedAt < trustedBefore && endsWithSignature(previous, stat)) return previous;
-    if (text === undefined) {
-      try {
-        text = readRegular(`${prefix}${id}.json`);
-      } catch {
-        text = ''; // replaced by something that is not a file meanwhile: malformed
-      }
-      if (text === undefined) {
-        changed = true;
-        return undefined; // removed meanwhile
-      }
-    }
-    scanReads.count++;
-    const head = parseHead(text, markFields, id);
-    if (keep && head.record && head.status !== null && keep.into.size < keep.budget && keep.wanted(head.status))
-      keep.into.set(id, { text, record: head.record });
-    // A status with a tab or a newline is not a state of any machine; keep the line intact.
-    const line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${stat.mtimeMs}\t${stat.size}\t${stat.ino}\t${stat.ctimeMs}`;
-    // A racy entry read again to the same line changes nothing, unless this scan's record of it
-    // would be trusted next time: then the cache is written again for that.
-    if (line !== previous || changedAt < scanStart - RACY_MS) changed = true;
-    return line;
-  };
+  const out = new ScanBuilder(ids, ids.length, markFields.length, cache?.body ?? -1, cacheFile);
   try {
-    for (let i = 0; i < ids.length; i++) {
-      const id = ids.at(i);
-      const claimed = stats.claim(i);
-      if (claimed) await claimed;
-      while (hasLine && !cached!.line.startsWith(id) && cached!.line.slice(0, 26) < id) {
-        hasLine = cached!.next();
-        changed = true; // a cached entry whose file is gone
+    let lines = 0;
+    let changed = false;
+    const cached = cache?.lines();
+    let hasLine = cached?.next() ?? false;
+    const prefix = `${proposalsDir}/`;
+    // lstat (or the open of a file not in the cache): a link, FIFO or directory named like a proposal
+    // is reported (malformed), never followed. Without a cache every file is read: no stats at all.
+    const stats = statFiles(prefix, hasLine ? ids : [], '.json');
+    /**
+     * The cache line of `id` (at `i`), checked against its file and read again when it changed;
+     * null: not a regular file (malformed); undefined: gone.
+     */
+    const check = (i: number, id: string, previous: string | undefined): string | null | undefined => {
+      let stat: FileStat;
+      let text: string | undefined;
+      if (previous === undefined) {
+        // Not in the cache (a new file; every file, the first time): it is read anyway, and its
+        // fstat is the signature — no lstat before the open.
+        try {
+          const read = readRegularStat(`${prefix}${id}.json`);
+          text = read?.text;
+          stat = read && { mtimeMs: read.stat.mtimeMs, size: read.stat.size, ino: read.stat.ino, ctimeMs: read.stat.ctimeMs };
+        } catch {
+          stat = null; // a link, FIFO or directory named like a proposal, or unreadable: malformed
+        }
+      } else stat = stats.at(i);
+      if (stat === undefined || stat === null) {
+        if (previous !== undefined) changed = true;
+        return stat;
       }
-      let previous: string | undefined;
-      let previousAt = 0;
-      let previousBytes = 0;
-      if (hasLine && cached!.line.startsWith(id)) {
-        previous = cached!.line;
-        previousAt = cached!.start;
-        previousBytes = cached!.bytes;
-        hasLine = cached!.next();
+      const changedAt = Math.max(stat.mtimeMs, stat.ctimeMs);
+      if (previous !== undefined && changedAt < trustedBefore && endsWithSignature(previous, stat)) return previous;
+      if (text === undefined) {
+        try {
+          text = readRegular(`${prefix}${id}.json`);
+        } catch {
+          text = ''; // replaced by something that is not a file meanwhile: malformed
+        }
+        if (text === undefined) {
+          changed = true;
+          return undefined; // removed meanwhile
+        }
       }
-      // A listing reads what it lists: an entry it wants by its indexed status needs no stat here.
-      const line = previous !== undefined && keep?.readsListed && listedAsIndexed(previous, keep.wanted, trustedBefore) ? previous : check(i, id, previous);
-      if (line === undefined) continue;
-      if (line === null) {
-        recordDirectory = '';
-        out.add(i, null, NO_LINE);
-        continue;
-      }
-      if (line === previous) out.add(i, line, previousAt, previousBytes);
-      else {
-        const { place, bytes } = out.fresh.add(line);
-        out.add(i, line, -1 - place, bytes);
-      }
-      lines++;
-    }
-  } finally {
-    stats.close();
-  }
-  for (; hasLine; hasLine = cached!.next()) if (cached!.line !== '') changed = true;
-  // A directory that settled since the cache was written is recorded, once: the next scan trusts it.
-  if (recordDirectory !== '' && recordDirectory !== (cache?.directory ?? '')) changed = true;
-  if (changed) {
-    const header = `${FORMAT}\t${markFields.join(',')}\t${scanStart}${recordDirectory === '' ? '' : `\t${recordDirectory}\t${lines}`}`;
+      scanReads.count++;
+      const head = parseHead(text, markFields, id);
+      if (keep && head.record && head.status !== null && keep.into.size < keep.budget && keep.wanted(head.status))
+        keep.into.set(id, { text, record: head.record });
+      // A status with a tab or a newline is not a state of any machine; keep the line intact.
+      const line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${stat.mtimeMs}\t${stat.size}\t${stat.ino}\t${stat.ctimeMs}`;
+      // A racy entry read again to the same line changes nothing, unless this scan's record of it
+      // would be trusted next time: then the cache is written again for that.
+      if (line !== previous || changedAt < scanStart - RACY_MS) changed = true;
+      return line;
+    };
     try {
-      writeCache(cacheFile, header, out, cache);
-    } catch {
-      // A cache that cannot be written (a read-only store) is only slower next time.
+      for (let i = 0; i < ids.length; i++) {
+        const id = ids.at(i);
+        const claimed = stats.claim(i);
+        if (claimed) await claimed;
+        while (hasLine && !cached!.line.startsWith(id) && cached!.line.slice(0, 26) < id) {
+          hasLine = cached!.next();
+          changed = true; // a cached entry whose file is gone
+        }
+        let previous: string | undefined;
+        let previousAt = 0;
+        let previousBytes = 0;
+        if (hasLine && cached!.line.startsWith(id)) {
+          previous = cached!.line;
+          previousAt = cached!.start;
+          previousBytes = cached!.bytes;
+          hasLine = cached!.next();
+        }
+        // A listing reads what it lists: an entry it wants by its indexed status needs no stat here.
+        const line = previous !== undefined && keep?.readsListed && listedAsIndexed(previous, keep.wanted, trustedBefore) ? previous : check(i, id, previous);
+        if (line === undefined) continue;
+        if (line === null) {
+          recordDirectory = '';
+          out.add(i, null, NO_LINE);
+          continue;
+        }
+        if (line === previous) out.add(i, line, previousAt, previousBytes);
+        else {
+          const { place, bytes } = out.fresh.add(line);
+          out.add(i, line, -1 - place, bytes);
+        }
+        lines++;
+      }
+    } finally {
+      stats.close();
     }
+    for (; hasLine; hasLine = cached!.next()) if (cached!.line !== '') changed = true;
+    // A directory that settled since the cache was written is recorded, once: the next scan trusts it.
+    if (recordDirectory !== '' && recordDirectory !== (cache?.directory ?? '')) changed = true;
+    if (changed) {
+      const header = `${FORMAT}\t${markFields.join(',')}\t${scanStart}${recordDirectory === '' ? '' : `\t${recordDirectory}\t${lines}`}`;
+      try {
+        writeCache(cacheFile, header, out, cache);
+      } catch {
+        // A cache that cannot be written (a read-only store) is only slower next time.
+      }
+    }
+    return out;
+  } finally {
+    // The lines are written (or given up on): only the entries are kept.
+    out.written();
   }
-  out.written();
-  return out;
 }

@@ -940,9 +940,13 @@ describe('file store: the status index, read and written a chunk at a time', () 
       .join('\n');
   const inode = (store: FileStore) => lstatSync(path.join(store.location, '.index', 'proposals.tsv')).ino;
 
-  for (const chunk of [1, 7, 1 << 16])
-    it(`keeps the same index whatever the chunk (${chunk} bytes): unchanged lines copied byte for byte, new ones written, none lost`, async () => {
-      setCacheChunk(chunk);
+  for (const [chunk, fresh] of [
+    [1, 1 << 20],
+    [7, 100],
+    [1 << 16, 300],
+  ] as const)
+    it(`keeps the same index whatever the chunk (${chunk} bytes) and wherever new lines wait (${fresh} bytes in memory): unchanged lines copied byte for byte, new ones written, none lost`, async () => {
+      setCacheChunk(chunk, fresh);
       try {
         const store = make();
         const dir = path.join(store.location, 'proposals');
@@ -977,6 +981,8 @@ describe('file store: the status index, read and written a chunk at a time', () 
           rmSync(path.join(store.location, '.index', 'proposals.tsv'));
           expect(await counted(store)).toEqual(later);
           expect(body(store)).toBe(again);
+          // Nothing left beside the index (new lines past the memory kept in a file meanwhile).
+          expect(readdirSync(path.join(store.location, '.index')).filter((name) => name.endsWith('.tmp'))).toEqual([]);
           const listed = (await all(store.list({ status: 'одобрено' }))).map((entry) => (entry.kind === 'found' ? entry.stored.id : entry.kind));
           expect(listed).toEqual([ids[4], ids[9], ids[14], ids[19], ids[24], ids[29], ids[34], '01ARZ3NDEKTSV4RRFFQ69G5FZZ']);
         });

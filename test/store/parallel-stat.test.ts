@@ -150,13 +150,13 @@ describe('ids packed into bytes', () => {
     );
     ids.push('00000000000000000000000000', '7ZZZZZZZZZZZZZZZZZZZZZZZZZ');
     const unique = [...new Set(ids)];
-    const packed = PackedIds.sorted(Buffer.from(unique.join(''), 'latin1'), unique.length);
+    const packed = PackedIds.sortedInPlace(Buffer.from(unique.join(''), 'latin1'), unique.length);
     expect(Array.from({ length: packed.length }, (_, i) => packed.at(i))).toEqual([...unique].sort());
-    expect(PackedIds.sorted(Buffer.alloc(0), 0).length).toBe(0);
-    expect(PackedIds.sorted(Buffer.from(ids[0]!, 'latin1'), 1).at(0)).toBe(ids[0]);
+    expect(PackedIds.sortedInPlace(Buffer.alloc(0), 0).length).toBe(0);
+    expect(PackedIds.sortedInPlace(Buffer.from(ids[0]!, 'latin1'), 1).at(0)).toBe(ids[0]);
     // All but one share a character where the order is decided: that pass must still be made.
     const pair = ['01ARZ3NDEKTSV4RRFFQ69G5FB0', '01ARZ3NDEKTSV4RRFFQ69G5FA1', '01ARZ3NDEKTSV4RRFFQ69G5FA0'];
-    const three = PackedIds.sorted(Buffer.from(pair.join(''), 'latin1'), 3);
+    const three = PackedIds.sortedInPlace(Buffer.from(pair.join(''), 'latin1'), 3);
     expect([three.at(0), three.at(1), three.at(2)]).toEqual([...pair].sort());
   });
 });
