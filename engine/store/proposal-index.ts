@@ -21,6 +21,14 @@
  * changed since a scan that recorded it, by the same rule (git's untracked cache does the same):
  * a name added, removed or renamed in a directory moves its mtime and ctime, so an unchanged
  * directory whose last change had settled before that scan holds the names the cache holds.
+ *
+ * And in bounded memory: the cache is read and written a few KB at a time (an unchanged line is
+ * copied byte for byte), the ids are packed bytes, the result typed arrays, new lines bytes (in a
+ * temp file past 1 MB). A scan holds next to nothing per proposal on the JavaScript heap and
+ * 31–75 bytes outside it (the id; the result; the stat worker's numbers; where a line comes from,
+ * once one changed), and little survives a collection of the young generation — which V8 grows
+ * with what survives: whole-store queries at 100,000 peaked at 134–160 MB, now 77–80 (55 at
+ * 1,000).
  */
 import { closeSync, constants, type Dir, lstatSync, mkdirSync, opendirSync, openSync, readSync, type Stats, statfsSync } from 'node:fs';
 import path from 'node:path';
@@ -138,6 +146,8 @@ export function setCacheChunk(bytes = CHUNK, freshBytes = FRESH_IN_MEMORY): void
   freshInMemory = freshBytes;
 }
 const HIGH_BYTES = /[^\x00-\x7f]/;
+/** The longest cache line read (a proposal whose status is longer is read from its file each time). */
+const LONGEST_LINE = 1 << 24;
 
 /**
  * The lines of the cache file from `offset` on, in order, a chunk at a time: the whole cache is
@@ -155,8 +165,16 @@ class CacheLines {
   /** The text read and not yet handed out is chunk[at…]; the file's next byte is at `position`. */
   private chunk = '';
   private at = 0;
+  /**
+   * A line longer than a chunk, so far: its pieces (each searched for a newline once, and joined
+   * once — a 16 MB line costs what reading it costs) and where it starts.
+   */
+  private pieces: string[] = [];
+  private piecesStart = 0;
   private high = false;
   private ended = false;
+  /** It ended at a line too long to be one a scan wrote: what follows is not known. */
+  damaged = false;
   constructor(
     private readonly fd: number,
     private position: number,
@@ -166,29 +184,47 @@ class CacheLines {
     for (;;) {
       const newline = this.chunk.indexOf('\n', this.at);
       if (newline >= 0) return this.take(newline, newline + 1);
-      if (this.ended) return this.at < this.chunk.length && this.take(this.chunk.length, this.chunk.length);
+      if (this.ended) return (this.at < this.chunk.length || this.pieces.length > 0) && this.take(this.chunk.length, this.chunk.length);
+      if (this.at < this.chunk.length) {
+        if (this.pieces.length === 0) this.piecesStart = this.position - this.chunk.length + this.at;
+        this.pieces.push(this.chunk.slice(this.at));
+        // No scan writes a line this long (a damaged or sparse file does): the cache ends here,
+        // and what it would have said is read from the files.
+        if (this.position - this.piecesStart > LONGEST_LINE) {
+          this.pieces = [];
+          this.chunk = '';
+          this.ended = true;
+          this.damaged = true;
+          return false;
+        }
+      }
       this.fill();
     }
   }
   private take(end: number, next: number): true {
-    const raw = this.chunk.slice(this.at, end);
+    let raw = this.chunk.slice(this.at, end);
     this.start = this.position - this.chunk.length + this.at;
-    this.bytes = end - this.at;
+    if (this.pieces.length > 0) {
+      raw = this.pieces.join('') + raw;
+      this.start = this.piecesStart;
+      this.pieces = [];
+    }
+    this.bytes = raw.length;
     this.line = this.high && HIGH_BYTES.test(raw) ? Buffer.from(raw, 'latin1').toString('utf8') : raw;
     this.at = next;
     return true;
   }
   private fill(): void {
     const read = readSync(this.fd, this.buffer, 0, this.buffer.length, this.position);
+    this.chunk = '';
+    this.at = 0;
     if (read === 0) {
       this.ended = true;
       return;
     }
-    const text = this.buffer.toString('latin1', 0, read);
+    this.chunk = this.buffer.toString('latin1', 0, read);
     this.position += read;
-    this.high ||= HIGH_BYTES.test(text);
-    this.chunk = this.chunk.slice(this.at) + text;
-    this.at = 0;
+    this.high ||= HIGH_BYTES.test(this.chunk);
   }
 }
 
@@ -219,7 +255,8 @@ class CacheFile {
       return undefined;
     }
     try {
-      const buffer = Buffer.allocUnsafe(4096);
+      // The header: its fields' names make it as long as they are (64 KB is far past any).
+      const buffer = Buffer.allocUnsafe(1 << 16);
       const read = readSync(fd, buffer, 0, buffer.length, 0);
       const newline = buffer.subarray(0, read).indexOf(10);
       const first = buffer.toString('utf8', 0, newline < 0 ? read : newline);
@@ -279,17 +316,19 @@ function directorySignature(stat: { mtimeMs: number; ctimeMs: number; ino: numbe
  * the directory is listed).
  */
 function cachedIds(cache: CacheFile): PackedIds | undefined {
-  if (cache.entries < 0) return undefined;
+  // A line takes 28 bytes at least: a count the file cannot hold is a lie, not room to make.
+  if (cache.entries < 0 || cache.entries * 28 > cache.bodyBytes + 1) return undefined;
   const ids = PackedIds.writer(cache.entries);
   let last = '';
   let count = 0;
-  for (const lines = cache.lines(); lines.next(); count++) {
+  const lines = cache.lines();
+  for (; lines.next(); count++) {
     const id = lines.line.slice(0, 26);
     if (count === cache.entries || lines.line.charCodeAt(26) !== 9 || lines.line.length < 28 || !isUlid(id) || id <= last) return undefined;
     ids.push(id);
     last = id;
   }
-  return count === cache.entries ? ids.done() : undefined;
+  return count === cache.entries && !lines.damaged ? ids.done() : undefined;
 }
 
 /**
@@ -298,6 +337,10 @@ function cachedIds(cache: CacheFile): PackedIds | undefined {
  * generation to its limit after any change to the directory.
  */
 function listedIds(proposalsDir: string, expected: number): PackedIds | undefined {
+  // Shared (the stat worker reads them) and sized for what the directory is expected to hold —
+  // pages never written are never resident — up to 4 million (a guess from a damaged cache or an
+  // odd directory size must not ask for gigabytes; past it the bytes grow as they fill).
+  let bytes = Buffer.from(new SharedArrayBuffer(26 * Math.min(1 << 22, Math.max(1024, Math.ceil(expected) || 0))));
   let listing: Dir;
   try {
     listing = opendirSync(proposalsDir, { bufferSize: 1024 });
@@ -305,9 +348,6 @@ function listedIds(proposalsDir: string, expected: number): PackedIds | undefine
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  // Shared (the stat worker reads them) and sized for what the directory is expected to hold:
-  // pages never written are never resident.
-  let bytes = Buffer.from(new SharedArrayBuffer(26 * Math.max(1024, Math.ceil(expected))));
   let count = 0;
   let pending = '';
   const flush = () => {
@@ -436,11 +476,16 @@ class ScanBuilder implements ProposalScan {
 
 const NO_LINE = Number.NEGATIVE_INFINITY;
 
-/** The decimal number written in `line` from `at` to the next tab (or its end), read in place. */
+/**
+ * The decimal number written in `line` from `at` to the next tab (or its end), read in place: the
+ * marks, negative when the 32nd field is marked.
+ */
 function digitsAt(line: string, at: number): number {
+  const negative = line.charCodeAt(at) === 45;
+  if (negative) at++;
   let value = 0;
   for (let c = line.charCodeAt(at); c >= 48 && c <= 57; c = line.charCodeAt(++at)) value = value * 10 + (c - 48);
-  return value;
+  return negative ? -value : value;
 }
 
 /**
@@ -496,12 +541,26 @@ class FreshLines {
   private used = 0;
   private inMemory = 0;
   private spill: { fd: number; file: string; written: number; buffer: Buffer; pending: number } | undefined;
+  /**
+   * The file could not be made or written (a read-only store, a full disk): the lines are not
+   * kept, and the cache is not written — a scan never fails for its cache.
+   */
+  broken = false;
   constructor(private readonly beside: string) {}
   /** Keep `line` and a newline; returns where and how many bytes. */
   add(line: string): { place: number; bytes: number } {
     // UTF-8 takes at most 3 bytes per UTF-16 unit.
     const most = line.length * 3 + 1;
-    if (this.inMemory >= freshInMemory) return this.addToFile(line, most);
+    if (this.broken) return { place: 0, bytes: 0 };
+    if (this.inMemory >= freshInMemory) {
+      try {
+        return this.addToFile(line, most);
+      } catch {
+        this.discard();
+        this.broken = true;
+        return { place: 0, bytes: 0 };
+      }
+    }
     let block = this.blocks[this.blocks.length - 1];
     if (!block || this.used + most > block.length) {
       block = Buffer.allocUnsafeSlow(Math.max(1 << 18, most));
@@ -790,9 +849,10 @@ async function scanWith(
       stats.close();
     }
     for (; hasLine; hasLine = cached!.next()) if (cached!.line !== '') changed = true;
+    if (cached?.damaged) changed = true;
     // A directory that settled since the cache was written is recorded, once: the next scan trusts it.
     if (recordDirectory !== '' && recordDirectory !== (cache?.directory ?? '')) changed = true;
-    if (changed) {
+    if (changed && !out.fresh.broken) {
       const header = `${FORMAT}\t${markFields.join(',')}\t${scanStart}${recordDirectory === '' ? '' : `\t${recordDirectory}\t${lines}`}`;
       try {
         writeCache(cacheFile, header, out, cache);

@@ -13,7 +13,9 @@ import {
   readSync,
   renameSync,
   rmSync,
+  statSync,
   symlinkSync,
+  truncateSync,
   unlinkSync,
   utimesSync,
   writeFileSync,
@@ -1003,5 +1005,80 @@ describe('file store: the status index, read and written a chunk at a time', () 
     writeFileSync(path.join(dir, `.${many[0]}.json.1.a.tmp`), '{');
     writeFileSync(path.join(dir, 'notes.txt'), '');
     expect((await all(store.index())).map((entry) => entry.id)).toEqual([...many].sort());
+  });
+
+  it('still answers when new lines cannot wait in a file (no room for one: the index is not written)', async () => {
+    setCacheChunk(7, 100);
+    try {
+      const store = make();
+      const dir = path.join(store.location, 'proposals');
+      mkdirSync(dir, { recursive: true });
+      for (const id of ids) writeFileSync(path.join(dir, `${id}.json`), `${JSON.stringify({ ...pending, id }, null, 2)}\n`);
+      writeFileSync(path.join(store.location, '.index'), 'not a directory');
+      expect((await store.counts(['pending'])).counts).toEqual({ pending: 40 });
+      expect(readFileSync(path.join(store.location, '.index'), 'utf8')).toBe('not a directory');
+    } finally {
+      setCacheChunk();
+    }
+  });
+
+  it('reads a line far longer than a chunk in the time it takes to read it', async () => {
+    setCacheChunk(7);
+    try {
+      const store = make();
+      const dir = path.join(store.location, 'proposals');
+      mkdirSync(dir, { recursive: true });
+      const long = 'x'.repeat(300_000);
+      writeFileSync(path.join(dir, `${ID}.json`), `${JSON.stringify({ ...pending, status: long }, null, 2)}\n`);
+      await withClockAt(Date.now() + 5000, async () => {
+        expect((await store.counts([])).unknown).toEqual({ [long]: 1 });
+        const before = scanReads.count;
+        expect((await store.counts([])).unknown).toEqual({ [long]: 1 }); // from the index, 43,000 chunks
+        expect(scanReads.count - before).toBe(0);
+      });
+    } finally {
+      setCacheChunk();
+    }
+  }, 10_000);
+
+  it('takes a count in the header that its lines could not hold for a lie: the directory is listed, nothing is allocated for it', async () => {
+    const store = make();
+    await seed(store);
+    const cache = path.join(store.location, '.index', 'proposals.tsv');
+    await withClockAt(Date.now() + 5000, async () => {
+      await store.counts(['pending']);
+      const [header, ...rest] = readFileSync(cache, 'utf8').split('\n');
+      expect(header!.split('\t')).toHaveLength(5);
+      for (const count of ['999999999', '2']) {
+        writeFileSync(cache, [header!.replace(/\t1$/, `\t${count}`), ...rest].join('\n'));
+        const skipped = directoryListingsSkipped.count;
+        expect((await store.counts(['pending'])).counts).toEqual({ pending: 1 });
+        expect(directoryListingsSkipped.count - skipped).toBe(0);
+      }
+    });
+  });
+
+  it('takes a cache that runs on without a newline (damaged, or a hole in the file) as ending there', async () => {
+    const store = make();
+    await seed(store);
+    const cache = path.join(store.location, '.index', 'proposals.tsv');
+    await withClockAt(Date.now() + 5000, async () => {
+      await store.counts(['pending']);
+      const [header] = readFileSync(cache, 'utf8').split('\n');
+      // The header and no lines, then 20 MB of nothing (a sparse file: no disk used).
+      writeFileSync(cache, `${header!.replace(/\t1$/, '\t0')}\n`);
+      truncateSync(cache, 20 * 1024 * 1024);
+      const before = scanReads.count;
+      expect((await store.counts(['pending'])).counts).toEqual({ pending: 1 });
+      expect(scanReads.count - before).toBe(1); // read from its file
+      expect((await store.counts(['pending'])).counts).toEqual({ pending: 1 });
+      expect(statSync(cache).size).toBeLessThan(1000); // and the index written again
+      // A good index with a hole after its last line: written again too, not read on every scan.
+      const good = readFileSync(cache, 'utf8');
+      writeFileSync(cache, good);
+      truncateSync(cache, 20 * 1024 * 1024);
+      expect((await store.counts(['pending'])).counts).toEqual({ pending: 1 });
+      expect(readFileSync(cache, 'utf8')).toBe(good); // the same scan time: the clock stands still
+    });
   });
 });
