@@ -729,6 +729,7 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   }
 }
 
+/** The scan itself, with the cache (when there is one) held open for its whole length. */
 async function scanWith(
   cache: CacheFile | undefined,
   proposalsDir: string,
