@@ -97,9 +97,9 @@ export class PackedIds {
     readonly length: number,
   ) {}
   /** Ids added one after another, up to `capacity` of them. */
-  static writer(capacity: number): { push(id: string): void; done(): PackedIds } {
+  static writer(capacity: number, options: { grow?: boolean } = {}): { push(id: string): void; done(): PackedIds; sorted(): PackedIds } {
     // Shared: a worker that stats them reads these bytes, not a copy.
-    const bytes = Buffer.from(new SharedArrayBuffer(capacity * 26));
+    let bytes = Buffer.from(new SharedArrayBuffer(capacity * 26));
     let count = 0;
     let pending = '';
     const flush = () => {
@@ -108,7 +108,13 @@ export class PackedIds {
     };
     return {
       push(id) {
-        if (count === capacity) throw new RangeError('more ids than room for them');
+        if (count === capacity) {
+          if (!options.grow) throw new RangeError('more ids than room for them');
+          capacity = Math.max(1024, capacity * 2);
+          const grown = Buffer.from(new SharedArrayBuffer(capacity * 26));
+          bytes.copy(grown, 0, 0, count * 26 - pending.length); // what is written; the rest waits
+          bytes = grown;
+        }
         pending += id;
         count++;
         if (pending.length >= 512 * 26) flush();
@@ -116,6 +122,10 @@ export class PackedIds {
       done: () => {
         flush();
         return new PackedIds(bytes, count);
+      },
+      sorted: () => {
+        flush();
+        return PackedIds.sortedInPlace(bytes, count);
       },
     };
   }

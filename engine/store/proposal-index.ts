@@ -340,7 +340,7 @@ function listedIds(proposalsDir: string, expected: number): PackedIds | undefine
   // Shared (the stat worker reads them) and sized for what the directory is expected to hold —
   // pages never written are never resident — up to 4 million (a guess from a damaged cache or an
   // odd directory size must not ask for gigabytes; past it the bytes grow as they fill).
-  let bytes = Buffer.from(new SharedArrayBuffer(26 * Math.min(1 << 22, Math.max(1024, Math.ceil(expected) || 0))));
+  const ids = PackedIds.writer(Math.min(1 << 22, Math.max(1024, Math.ceil(expected) || 0)), { grow: true });
   let listing: Dir;
   try {
     listing = opendirSync(proposalsDir, { bufferSize: 1024 });
@@ -348,29 +348,12 @@ function listedIds(proposalsDir: string, expected: number): PackedIds | undefine
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  let count = 0;
-  let pending = '';
-  const flush = () => {
-    const start = count * 26 - pending.length;
-    if (count * 26 > bytes.length) {
-      const grown = Buffer.from(new SharedArrayBuffer(Math.max(bytes.length * 2, count * 26)));
-      bytes.copy(grown, 0, 0, start);
-      bytes = grown;
-    }
-    bytes.write(pending, start, 'latin1');
-    pending = '';
-  };
   try {
-    for (let entry = listing.readSync(); entry !== null; entry = listing.readSync()) {
-      if (!FILE_NAME.test(entry.name)) continue;
-      pending += entry.name.slice(0, 26);
-      if (++count % 512 === 0) flush();
-    }
+    for (let entry = listing.readSync(); entry !== null; entry = listing.readSync()) if (FILE_NAME.test(entry.name)) ids.push(entry.name.slice(0, 26));
   } finally {
     listing.closeSync();
   }
-  flush();
-  return PackedIds.sortedInPlace(bytes, count);
+  return ids.sorted();
 }
 
 /**

@@ -135,6 +135,15 @@ describe('ids packed into bytes', () => {
     expect(Array.from({ length: 1300 }, (_, i) => packed.at(i))).toEqual(many);
     for (const i of [1299, 0, 512, 511, 1024, 7, 1023]) expect(packed.at(i)).toBe(many[i]);
     expect(Buffer.from(packed.shared).toString('latin1')).toBe(many.join(''));
+    // One told to grow keeps every id past its first room (and past its first block of 512).
+    const growing = PackedIds.writer(3, { grow: true });
+    for (const id of many) growing.push(id);
+    const grown = growing.done();
+    expect(Array.from({ length: grown.length }, (_, i) => grown.at(i))).toEqual(many);
+    const again = PackedIds.writer(3, { grow: true });
+    for (const id of [...many].reverse()) again.push(id);
+    const sorted = again.sorted();
+    expect(Array.from({ length: sorted.length }, (_, i) => sorted.at(i))).toEqual(many);
   });
 
   it('sorts ids as strings sort: any order in, every one out once, none when there are none', () => {
