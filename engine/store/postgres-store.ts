@@ -837,7 +837,16 @@ export class PostgresStore implements Store {
                 THEN pg_terminate_backend($1, 10000) ELSE true END AS gone`,
         [backend.pid, backend.started],
       );
-      if (!ended[0]?.gone) return undefined;
+      if (!ended[0]?.gone) {
+        // pg_terminate_backend says false for a process that ended on its own between the look at
+        // pg_stat_activity (a snapshot, taken once per statement) and the signal — as a process
+        // whose client was cut does, on a loaded machine. Only one still there now is not known.
+        const { rows: still } = await this.query<{ there: boolean }>(
+          'SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND backend_start = $2::timestamptz) AS there',
+          [backend.pid, backend.started],
+        );
+        if (still[0]?.there !== false) return undefined;
+      }
       const { rows } = await this.query<{ token: string | null }>(`SELECT token FROM ${this.t('audit')} WHERE id = $1 AND version = $2 AND ordinal = 0`, [
         change.id,
         version,
