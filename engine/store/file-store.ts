@@ -16,11 +16,12 @@ import { createHash } from 'node:crypto';
 import { existsSync, linkSync, lstatSync, mkdirSync, promises as fs, readdirSync, type Stats, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { fsyncDir, groupSync, install, NotRegularFile, unlinkQuietly, writeFileAtomic, writeTemp } from '../util/atomic-write.js';
+import { sweepTempSupplies, useTempSupply } from '../util/temp-supply.js';
 import { isUlid } from '../util/ids.js';
 import { isObject } from '../util/json-path.js';
 import { readAuditIndex, type AuditMemo } from './audit-index.js';
 import { FileAnswerCache } from './answer-cache.js';
-import { appendDurably, appendText, isRealDirectory, lastByte, parseJsonLines, readRegular, readRegularFrom, sizeOf, sweepTemps } from './files.js';
+import { appendDurably, appendText, isRealDirectory, lastByte, parseJsonLines, pidAlive, readRegular, readRegularFrom, sizeOf, sweepTemps } from './files.js';
 import { COLLECTION_NAME, readIntents, Journal, type EntryIntent, type Intent } from './journal.js';
 import { LedgerIndex } from './ledger-index.js';
 import { ownerFileName, OwnerFiles, type Held } from './owner-files.js';
@@ -161,6 +162,8 @@ export class FileStore implements Store {
   private journal: Journal | undefined;
   private recovered: Promise<number> | undefined;
   private swept = false;
+  /** Stops this store's use of temp files made ahead (temp-supply.ts). */
+  private stopSupply: (() => Promise<void>) | undefined;
   /** Owner names seen alive, and when: a live owner is asked again after a second. */
   private readonly seenAlive = new Map<string, number>();
   /** The last listing of `.journal/` (see `journalNames`). */
@@ -190,6 +193,9 @@ export class FileStore implements Store {
   async close(): Promise<void> {
     for (const held of this.claims.values()) await held.release();
     this.claims.clear();
+    const stop = this.stopSupply;
+    this.stopSupply = undefined;
+    await stop?.();
   }
 
   // ---------------------------------------------------------------- paths and directories
@@ -450,6 +456,8 @@ export class FileStore implements Store {
 
   /** Before this process's first write: finish what dead writers left unfinished. */
   private async beforeWrite(): Promise<void> {
+    // Temp files made ahead by another thread (temp-supply.ts); PIPELINE_TEMP_SUPPLY=off measures without.
+    if (process.env['PIPELINE_TEMP_SUPPLY'] !== 'off') this.stopSupply ??= useTempSupply(this.location);
     this.recovered ??= this.replayDead();
     await this.recovered;
   }
@@ -807,6 +815,7 @@ export class FileStore implements Store {
         path.join(this.location, '.index', 'keys'),
         ...claims.map((stage) => path.join(this.location, '.claims', stage)),
       ]);
+      sweepTempSupplies(path.join(this.location, '.tmp'), pidAlive);
       this.owners.sweep();
     }
     return this.replayDead();

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fdatasync, fsync, linkSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { takeSupplied } from './temp-supply.js';
 
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
 
@@ -134,10 +135,14 @@ export function unlinkQuietly(file: string): void {
   }
 }
 
-/** Write `data` to a new temp file beside `target` (fsynced when durable); returns its name. */
+/**
+ * Write `data` to a new temp file beside `target` (fsynced when durable); returns its name. In a
+ * busy process the file was made ahead by another thread (temp-supply.ts).
+ */
 export async function writeTemp(target: string, data: string | Uint8Array, options: { durable?: boolean; mode?: number } = {}): Promise<string> {
-  const temp = tempName(target);
-  const fd = openSync(temp, 'wx', options.mode ?? 0o644);
+  const ahead = takeSupplied(target, options.mode);
+  const temp = ahead?.file ?? tempName(target);
+  const fd = ahead?.fd ?? openSync(temp, 'wx', options.mode ?? 0o644);
   try {
     writeAll(fd, typeof data === 'string' ? Buffer.from(data) : data);
     if (options.durable ?? true) await fsyncAsync(fd);

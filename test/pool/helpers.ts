@@ -102,7 +102,7 @@ export function snapshot(storeDir: string): Record<string, string> {
     for (const name of readdirSync(dir)) {
       const file = path.join(dir, name);
       const relative = path.relative(storeDir, file);
-      if (['cache', '.index', '.locks', '.owners', '.journal', '.claims'].includes(relative)) continue;
+      if (['cache', '.index', '.locks', '.owners', '.journal', '.claims', '.tmp'].includes(relative)) continue;
       if (statSync(file).isDirectory()) walk(file);
       else out[relative] = readFileSync(file, 'utf8');
     }

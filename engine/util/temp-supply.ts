@@ -1,0 +1,320 @@
+/**
+ * Temp files made ahead, off the event loop, for the atomic writes of a busy process.
+ *
+ * An atomic write creates a temp file beside its target, and creating an inode can cost far more
+ * than writing the file: on ext4 without a journal the allocator walks past every inode its group
+ * freed in the last minutes (`recently_deleted()`), 0.2–0.4 ms per create on the development VM,
+ * with the directory's lock held all along. A batch run makes two such creates per proposal on
+ * its event loop. Made ahead in the target's own directory, on another thread, the creates hold
+ * that directory's lock while the event loop's renames into it wait (measured twice, no gain:
+ * docs/performance.md). So a supply's worker thread creates temp files in lanes — directories of
+ * the supply's own, `<store>/.tmp/<pid>.<n>/l0…l3` — a batch at a time, and hands their open
+ * descriptors over; a write takes one and moves it into its target's directory under a temp name
+ * (one rename, which holds the directory's lock only briefly), and goes on as it always did: a temp
+ * file in the target's directory, written, synced and renamed over the target (SPEC §4). The
+ * worker never creates in a lane that temp files are being taken (moved) out of: a lane is filled
+ * only once every temp file of its last batch has left it.
+ *
+ * A supply starts once a process has asked for enough temp files (a command's single write never
+ * pays for a thread), never makes a caller wait (with none ready the caller creates its own, as
+ * before), and removes what it did not hand out when it is closed. A killed process's lanes are
+ * swept by the pid in their directory's name (`sweepTempSupplies`).
+ */
+import { closeSync, type Dirent, lstatSync, mkdirSync, opendirSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { Worker } from 'node:worker_threads';
+
+/** Temp files asked for before a supply starts its thread. */
+const START_AFTER = 16;
+/** Temp files made for a directory at a time, when fewer than that are ready there. */
+const BATCH = 16;
+/** The mode of a supplied temp file (`writeTemp`'s default; the umask applies as to any create). */
+export const SUPPLIED_MODE = 0o644;
+/** A supply's own directory under `<store>/.tmp/`: the pid first, so a sweep knows a dead writer's. */
+const SUPPLY_DIR = /^(\d+)\.[0-9a-z]+$/;
+
+// CommonJS run by the worker (eval): no module of ours to resolve from wherever the bundle is. A
+// batch: its temp files created in a lane (O_EXCL, never through a link), their descriptors
+// handed over — the process's, whichever thread opened them (the worker is told not to close the
+// descriptors it opened when it ends: `trackUnmanagedFds: false`). The first failure ends it.
+const WORKER = `
+const { parentPort } = require('node:worker_threads');
+const { constants, openSync } = require('node:fs');
+const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+parentPort.on('message', ({ lane, dir, names }) => {
+  const made = [];
+  let failed = false;
+  for (const name of names) {
+    try {
+      made.push([openSync(dir + '/' + name, flags, ${SUPPLIED_MODE.toString(8).replace(/^/, '0o')}), name]);
+    } catch {
+      failed = true;
+      break;
+    }
+  }
+  parentPort.postMessage({ lane, made, failed });
+});
+`;
+
+/** What the worker sends back: the descriptors and names of the temp files it made in a lane. */
+interface Batch {
+  lane: number;
+  made: [number, string][];
+  failed: boolean;
+}
+
+/** Lanes: one is taken from while others are filled or wait, full. */
+const LANES = 4;
+/** Lanes full or being filled at once. */
+const AHEAD = 2;
+
+class Lane {
+  /** The temp files ready here, open. */
+  readonly temps: Temp[] = [];
+  filling = false;
+  made = false;
+  constructor(readonly dir: string) {}
+}
+
+export interface Temp {
+  fd: number;
+  file: string;
+}
+
+/** Per process, so two processes that reuse a pid never make the same names. */
+const randomSuffix = randomBytes(3).toString('hex');
+let suppliesMade = 0;
+
+export class TempSupply {
+  private readonly lanes: Lane[];
+  /** Full lanes, in the order they were filled. */
+  private readonly full: Lane[] = [];
+  /** The lane temp files are being taken from. */
+  private serving: Lane | undefined;
+  /** Target directories a temp file could not be moved into (another file system, no permission…). */
+  private readonly refused = new Set<string>();
+  private asks = 0;
+  private made = 0;
+  private worker: Worker | undefined;
+  private failed = false;
+  private closed = false;
+  private settled: (() => void) | undefined;
+  readonly own: string;
+
+  constructor(readonly parent: string) {
+    this.own = path.join(parent, '.tmp', `${process.pid}.${(++suppliesMade).toString(36)}${randomSuffix}`);
+    this.lanes = Array.from({ length: LANES }, (_, i) => new Lane(path.join(this.own, `l${i}`)));
+  }
+
+  /** A temp file made ahead, moved into `dir` and open for writing, or undefined (the caller makes its own). */
+  take(dir: string): Temp | undefined {
+    if (this.closed || this.failed || this.refused.has(dir)) return undefined;
+    if (++this.asks < START_AFTER) return undefined;
+    this.fill();
+    if (!this.serving || this.serving.temps.length === 0) this.serving = this.full.shift();
+    const made = this.serving?.temps.pop();
+    if (this.serving?.temps.length === 0) {
+      this.serving = undefined;
+      this.fill();
+    }
+    if (!made) return undefined;
+    const file = path.join(dir, path.basename(made.file));
+    try {
+      renameSync(made.file, file);
+    } catch {
+      this.refused.add(dir);
+      discard(made);
+      return undefined;
+    }
+    return { fd: made.fd, file };
+  }
+
+  /** Remove every temp file not handed out (those a batch still brings, as they come), then the thread and the lanes. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const lane of this.lanes) for (const temp of lane.temps.splice(0)) discard(temp);
+    this.full.length = 0;
+    this.serving = undefined;
+    if (this.lanes.some((lane) => lane.filling)) await new Promise<void>((resolve) => (this.settled = resolve));
+    await this.worker?.terminate();
+    for (const lane of this.lanes) if (lane.made) removeDir(lane.dir);
+    removeDir(this.own);
+    removeDir(path.dirname(this.own));
+  }
+
+  /** Fill empty lanes until AHEAD of them are full or being filled. */
+  private fill(): void {
+    if (this.closed || this.failed) return;
+    let ahead = this.full.length + this.lanes.filter((lane) => lane.filling).length;
+    for (const lane of this.lanes) {
+      if (ahead >= AHEAD) return;
+      if (lane.filling || lane.temps.length > 0 || lane === this.serving) continue;
+      if (!this.ask(lane)) return;
+      ahead++;
+    }
+  }
+
+  private ask(lane: Lane): boolean {
+    if (!this.worker && !this.start()) return false;
+    if (!lane.made) {
+      try {
+        mkdirSync(lane.dir, { recursive: true, mode: 0o700 });
+        lane.made = true;
+      } catch {
+        this.failed = true;
+        return false;
+      }
+    }
+    const names = Array.from({ length: BATCH }, () => `.supply.${process.pid}.${(++this.made).toString(36)}${randomSuffix}.tmp`);
+    lane.filling = true;
+    this.worker!.postMessage({ lane: this.lanes.indexOf(lane), dir: lane.dir, names });
+    return true;
+  }
+
+  private start(): boolean {
+    try {
+      // Loaded here: only a process that writes many files starts a thread.
+      const { Worker } = process.getBuiltinModule('node:worker_threads');
+      this.worker = new Worker(WORKER, { eval: true, trackUnmanagedFds: false, resourceLimits: { maxYoungGenerationSizeMb: 2 } });
+    } catch {
+      this.failed = true;
+      return false;
+    }
+    this.worker.on('message', (batch: Batch) => this.arrived(batch));
+    // A worker that fails or ends brings no more batches: the supply stops.
+    const gone = () => {
+      this.failed = true;
+      for (const lane of this.lanes) lane.filling = false;
+      this.settled?.();
+    };
+    this.worker.on('error', gone);
+    this.worker.on('exit', gone);
+    // After the listeners (adding one refs the worker again): it never keeps the process alive.
+    this.worker.unref();
+    return true;
+  }
+
+  private arrived(batch: Batch): void {
+    const lane = this.lanes[batch.lane]!;
+    lane.filling = false;
+    const made = batch.made.map(([fd, name]) => ({ fd, file: path.join(lane.dir, name) }));
+    if (this.closed) {
+      for (const temp of made) discard(temp);
+      if (!this.lanes.some((each) => each.filling)) this.settled?.();
+      return;
+    }
+    if (batch.failed) this.failed = true;
+    lane.temps.push(...made);
+    if (made.length > 0) this.full.push(lane);
+  }
+}
+
+/** Supplies by the directory whose subdirectories they serve, with how many stores use each. */
+const supplies = new Map<string, { supply: TempSupply; users: number }>();
+
+/**
+ * Serve the atomic writes into the subdirectories of `parent` (a store's) with temp files made
+ * ahead; returns what stops it (the supply closes when its last user stops).
+ */
+export function useTempSupply(parent: string): () => Promise<void> {
+  let entry = supplies.get(parent);
+  if (!entry) {
+    entry = { supply: new TempSupply(parent), users: 0 };
+    supplies.set(parent, entry);
+  }
+  entry.users++;
+  const used = entry;
+  let stopped = false;
+  return async () => {
+    if (stopped) return;
+    stopped = true;
+    if (--used.users > 0) return;
+    if (supplies.get(parent) === used) supplies.delete(parent);
+    await used.supply.close();
+  };
+}
+
+/** A temp file made ahead for a write of `target`, or undefined (the caller makes its own). */
+export function takeSupplied(target: string, mode: number | undefined): Temp | undefined {
+  if (supplies.size === 0 || (mode !== undefined && mode !== SUPPLIED_MODE)) return undefined;
+  const dir = path.dirname(target);
+  return supplies.get(path.dirname(dir))?.supply.take(dir);
+}
+
+/**
+ * Remove the directories of supplies whose process is gone, with the temp files their lanes still
+ * held. `alive` tells a live pid; a directory whose last change is
+ * younger than `minAgeMs` is left alone (as temp files are).
+ */
+export function sweepTempSupplies(tmp: string, alive: (pid: number) => boolean, minAgeMs = 10_000): number {
+  let removed = 0;
+  let names: string[];
+  try {
+    if (!lstatSync(tmp).isDirectory()) return 0;
+    names = [];
+    const listing = opendirSync(tmp);
+    try {
+      for (let entry = listing.readSync(); entry !== null; entry = listing.readSync()) if (SUPPLY_DIR.test(entry.name)) names.push(entry.name);
+    } finally {
+      listing.closeSync();
+    }
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    if (alive(Number(SUPPLY_DIR.exec(name)![1]))) continue;
+    const dir = path.join(tmp, name);
+    try {
+      const stat = lstatSync(dir);
+      // A link or a file named like a supply's directory is not one: never followed.
+      if (!stat.isDirectory() || Date.now() - stat.mtimeMs < minAgeMs) continue;
+      for (const lane of entries(dir)) {
+        if (!/^l\d+$/.test(lane.name) || !lane.isDirectory()) continue;
+        for (const temp of entries(path.join(dir, lane.name)))
+          if (temp.isFile() && temp.name.endsWith('.tmp')) unlinkSync(path.join(dir, lane.name, temp.name));
+        rmdirSync(path.join(dir, lane.name));
+      }
+      rmdirSync(dir);
+      removed++;
+    } catch {
+      // something else in it, or removed meanwhile: left alone
+    }
+  }
+  removeDir(tmp);
+  return removed;
+}
+
+/** A directory's entries (lstat-typed: a link is a link, never followed). */
+function entries(dir: string): Dirent[] {
+  const out: Dirent[] = [];
+  const listing = opendirSync(dir);
+  try {
+    for (let entry = listing.readSync(); entry !== null; entry = listing.readSync()) out.push(entry);
+  } finally {
+    listing.closeSync();
+  }
+  return out;
+}
+
+function discard(temp: Temp): void {
+  try {
+    closeSync(temp.fd);
+  } catch {
+    // already closed
+  }
+  try {
+    unlinkSync(temp.file);
+  } catch {
+    // already gone
+  }
+}
+
+function removeDir(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // not empty (another process's supply), or gone
+  }
+}

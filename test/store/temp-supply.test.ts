@@ -1,0 +1,141 @@
+/** Temp files made ahead by a worker thread (engine/util/temp-supply.ts) for a busy process's atomic writes. */
+import { lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { install, writeFileAtomic, writeTemp } from '../../engine/util/atomic-write.js';
+import { sweepTempSupplies, takeSupplied, useTempSupply } from '../../engine/util/temp-supply.js';
+import { sweepTemps } from '../../engine/store/files.js';
+import { tempDir } from '../helpers.js';
+
+const stops: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const stop of stops.splice(0)) await stop();
+});
+
+function supplied(root: string): () => Promise<void> {
+  const stop = useTempSupply(root);
+  stops.push(stop);
+  return stop;
+}
+
+/** Every name under `dir`, recursively, relative to it. */
+function walk(dir: string, prefix = ''): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? [`${prefix}${entry.name}/`, ...walk(path.join(dir, entry.name), `${prefix}${entry.name}/`)] : [`${prefix}${entry.name}`],
+  );
+}
+
+/** Write until a temp file comes from the supply (its worker answers asynchronously). */
+async function writeUntilSupplied(dir: string, from = 0): Promise<{ temp: string; next: number }> {
+  for (let i = from; i < from + 2000; i++) {
+    const target = path.join(dir, `${i}.json`);
+    const temp = await writeTemp(target, `{"n":${i}}\n`);
+    install(temp, target);
+    if (path.basename(temp).startsWith('.supply.')) return { temp, next: i + 1 };
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  throw new Error('no temp file came from the supply');
+}
+
+describe('temp files made ahead', () => {
+  it('serves temp files in the target’s own directory, and every write lands whole', async () => {
+    const root = tempDir();
+    for (const sub of ['proposals', 'approved']) mkdirSync(path.join(root, sub));
+    supplied(root);
+    const { temp, next } = await writeUntilSupplied(path.join(root, 'proposals'));
+    // SPEC §4: the temp file is in the target's directory, whoever made it.
+    expect(path.dirname(temp)).toBe(path.join(root, 'proposals'));
+    for (let i = next; i < next + 40; i++) await writeFileAtomic(path.join(root, 'proposals', `${i}.json`), `{"n":${i}}\n`);
+    await writeUntilSupplied(path.join(root, 'approved'));
+    for (let i = 0; i < next + 40; i++) expect(readFileSync(path.join(root, 'proposals', `${i}.json`), 'utf8')).toBe(`{"n":${i}}\n`);
+    const mode = lstatSync(path.join(root, 'proposals', `${next}.json`)).mode & 0o777;
+    expect(mode).toBe(0o644 & ~process.umask());
+  });
+
+  it('removes what it did not hand out when it stops, and its own directory', async () => {
+    const root = tempDir();
+    mkdirSync(path.join(root, 'proposals'));
+    const stop = supplied(root);
+    await writeUntilSupplied(path.join(root, 'proposals'));
+    // Ready ones wait in the supply's lanes, never beside the targets.
+    expect(walk(root).some((name) => name.startsWith('.tmp/') && name.endsWith('.tmp'))).toBe(true);
+    expect(walk(path.join(root, 'proposals')).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+    await stop();
+    expect(walk(root).filter((name) => name.endsWith('.tmp') || name.startsWith('.tmp'))).toEqual([]);
+  });
+
+  it('a descriptor it handed out stays open after its thread has ended', async () => {
+    const root = tempDir();
+    mkdirSync(path.join(root, 'proposals'));
+    const stop = supplied(root);
+    const { next } = await writeUntilSupplied(path.join(root, 'proposals'));
+    let temp = takeSupplied(path.join(root, 'proposals', `${next}.json`), undefined);
+    for (let i = 0; !temp && i < 500; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      temp = takeSupplied(path.join(root, 'proposals', `${next}.json`), undefined);
+    }
+    expect(temp).toBeDefined();
+    await stop(); // the worker is gone: a worker that tracked its descriptors would have closed this one
+    writeSync(temp!.fd, '{"kept":true}\n');
+    install(temp!.file, path.join(root, 'proposals', 'kept.json'));
+    expect(readFileSync(path.join(root, 'proposals', 'kept.json'), 'utf8')).toBe('{"kept":true}\n');
+  });
+
+  it('never makes a write wait or fail: with no directory of its own, writes make their temp files as before', async () => {
+    const root = tempDir();
+    mkdirSync(path.join(root, 'proposals'));
+    writeFileSync(path.join(root, '.tmp'), 'not a directory');
+    supplied(root);
+    for (let i = 0; i < 60; i++) {
+      const target = path.join(root, 'proposals', `${i}.json`);
+      const temp = await writeTemp(target, `${i}\n`);
+      expect(path.basename(temp).startsWith('.supply.')).toBe(false);
+      install(temp, target);
+    }
+    expect(readdirSync(path.join(root, 'proposals'))).toHaveLength(60);
+  });
+
+  it('a mode other than the default is never served', async () => {
+    const root = tempDir();
+    mkdirSync(path.join(root, 'keys'));
+    supplied(root);
+    await writeUntilSupplied(path.join(root, 'keys'));
+    const temp = await writeTemp(path.join(root, 'keys', 'secret'), 'x', { mode: 0o600 });
+    expect(path.basename(temp).startsWith('.supply.')).toBe(false);
+    expect(lstatSync(temp).mode & 0o777).toBe(0o600 & ~process.umask());
+  });
+});
+
+describe('sweeping what a killed process left', () => {
+  const old = (file: string) => utimesSync(file, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+  const DEAD = 2 ** 22 + 12345; // above Linux's pid_max default: no process has it
+
+  it('removes a dead process’s own directory and its files; a live or young one, or a link, stays', () => {
+    const root = tempDir();
+    const tmp = path.join(root, '.tmp');
+    const dead = path.join(tmp, `${DEAD}.1abc`);
+    mkdirSync(path.join(dead, 'l0'), { recursive: true });
+    writeFileSync(path.join(dead, 'l0', '.supply.x.tmp'), '');
+    old(dead);
+    const live = path.join(tmp, `${process.pid}.2abc`);
+    mkdirSync(live);
+    old(live);
+    const young = path.join(tmp, `${DEAD}.3abc`);
+    mkdirSync(young);
+    const outside = path.join(root, 'outside');
+    mkdirSync(outside);
+    writeFileSync(path.join(outside, 'keep.tmp'), 'mine');
+    symlinkSync(outside, path.join(tmp, `${DEAD}.4abc`));
+    expect(sweepTempSupplies(tmp, (pid) => pid === process.pid)).toBe(1);
+    expect(readdirSync(tmp).sort()).toEqual([`${DEAD}.3abc`, `${DEAD}.4abc`, `${process.pid}.2abc`].sort());
+    expect(readFileSync(path.join(outside, 'keep.tmp'), 'utf8')).toBe('mine');
+  });
+
+  it('a temp file a killed process left beside a target is swept by the pid in its name', async () => {
+    const root = tempDir();
+    const file = path.join(root, `.supply.${DEAD}.1x9abcdef.tmp`);
+    writeFileSync(file, '');
+    old(file);
+    expect(await sweepTemps([root])).toBe(1);
+  });
+});
