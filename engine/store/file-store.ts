@@ -21,7 +21,7 @@ import { isUlid } from '../util/ids.js';
 import { isObject } from '../util/json-path.js';
 import { readAuditIndex, type AuditMemo } from './audit-index.js';
 import { FileAnswerCache } from './answer-cache.js';
-import { appendDurably, appendText, isRealDirectory, lastByte, parseJsonLines, pidAlive, readRegular, readRegularFrom, sizeOf, sweepTemps } from './files.js';
+import { appendDurably, appendText, isRealDirectory, lastByte, parseJsonLines, readRegular, readRegularFrom, sizeOf, sweepTemps } from './files.js';
 import { COLLECTION_NAME, readIntents, Journal, type EntryIntent, type Intent } from './journal.js';
 import { LedgerIndex } from './ledger-index.js';
 import { ownerFileName, OwnerFiles, type Held } from './owner-files.js';
@@ -457,7 +457,7 @@ export class FileStore implements Store {
   /** Before this process's first write: finish what dead writers left unfinished. */
   private async beforeWrite(): Promise<void> {
     // Temp files made ahead by another thread (temp-supply.ts); PIPELINE_TEMP_SUPPLY=off measures without.
-    if (process.env['PIPELINE_TEMP_SUPPLY'] !== 'off') this.stopSupply ??= useTempSupply(this.location);
+    if (process.env['PIPELINE_TEMP_SUPPLY'] !== 'off') this.stopSupply ??= useTempSupply(this.location, this.owners.name);
     this.recovered ??= this.replayDead();
     await this.recovered;
   }
@@ -815,7 +815,7 @@ export class FileStore implements Store {
         path.join(this.location, '.index', 'keys'),
         ...claims.map((stage) => path.join(this.location, '.claims', stage)),
       ]);
-      sweepTempSupplies(path.join(this.location, '.tmp'), pidAlive);
+      sweepTempSupplies(path.join(this.location, '.tmp'), (owner) => this.owners.alive(owner));
       this.owners.sweep();
     }
     return this.replayDead();

@@ -8,7 +8,7 @@
  * its event loop. Made ahead in the target's own directory, on another thread, the creates hold
  * that directory's lock while the event loop's renames into it wait (measured twice, no gain:
  * docs/performance.md). So a supply's worker thread creates temp files in lanes — directories of
- * the supply's own, `<store>/.tmp/<pid>.<n>/l0…l3` — a batch at a time, and hands their open
+ * the supply's own, `<store>/.tmp/<owner>~<n>/l0…l3` — a batch at a time, and hands their open
  * descriptors over; a write takes one and moves it into its target's directory under a temp name
  * (one rename, which holds the directory's lock only briefly), and goes on as it always did: a temp
  * file in the target's directory, written, synced and renamed over the target (SPEC §4). The
@@ -18,7 +18,7 @@
  * A supply starts once a process has asked for enough temp files (a command's single write never
  * pays for a thread), never makes a caller wait (with none ready the caller creates its own, as
  * before), and removes what it did not hand out when it is closed. A killed process's lanes are
- * swept by the pid in their directory's name (`sweepTempSupplies`).
+ * swept once the writer named in their directory's name is gone (`sweepTempSupplies`).
  */
 import { closeSync, type Dirent, lstatSync, mkdirSync, opendirSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
@@ -31,8 +31,8 @@ const START_AFTER = 16;
 const BATCH = 16;
 /** The mode of a supplied temp file (`writeTemp`'s default; the umask applies as to any create). */
 export const SUPPLIED_MODE = 0o644;
-/** A supply's own directory under `<store>/.tmp/`: the pid first, so a sweep knows a dead writer's. */
-const SUPPLY_DIR = /^(\d+)\.[0-9a-z]+$/;
+/** A supply's own directory under `<store>/.tmp/`: its writer's owner name first, so a sweep knows a dead writer's. */
+const SUPPLY_DIR = /^([A-Za-z0-9_.-]+)~[0-9a-z]+$/;
 
 // CommonJS run by the worker (eval): no module of ours to resolve from wherever the bundle is. A
 // batch: its temp files created in a lane (O_EXCL, never through a link), their descriptors
@@ -85,6 +85,8 @@ export interface Temp {
 /** Per process, so two processes that reuse a pid never make the same names. */
 const randomSuffix = randomBytes(3).toString('hex');
 let suppliesMade = 0;
+/** Temp files named, process-wide: two supplies (one store reached by two paths) never make the same name. */
+let named = 0;
 
 export class TempSupply {
   private readonly lanes: Lane[];
@@ -95,15 +97,19 @@ export class TempSupply {
   /** Target directories a temp file could not be moved into (another file system, no permission…). */
   private readonly refused = new Set<string>();
   private asks = 0;
-  private made = 0;
   private worker: Worker | undefined;
   private failed = false;
   private closed = false;
+  private madeOwn = false;
   private settled: (() => void) | undefined;
   readonly own: string;
 
-  constructor(readonly parent: string) {
-    this.own = path.join(parent, '.tmp', `${process.pid}.${(++suppliesMade).toString(36)}${randomSuffix}`);
+  constructor(
+    readonly parent: string,
+    /** The writer's name in the store (its owner file's): what a sweep asks about. */
+    owner: string,
+  ) {
+    this.own = path.join(parent, '.tmp', `${owner}~${(++suppliesMade).toString(36)}`);
     this.lanes = Array.from({ length: LANES }, (_, i) => new Lane(path.join(this.own, `l${i}`)));
   }
 
@@ -111,23 +117,24 @@ export class TempSupply {
   take(dir: string): Temp | undefined {
     if (this.closed || this.failed || this.refused.has(dir)) return undefined;
     if (++this.asks < START_AFTER) return undefined;
-    this.fill();
     if (!this.serving || this.serving.temps.length === 0) this.serving = this.full.shift();
     const made = this.serving?.temps.pop();
-    if (this.serving?.temps.length === 0) {
-      this.serving = undefined;
-      this.fill();
+    let temp: Temp | undefined;
+    if (made) {
+      const file = path.join(dir, path.basename(made.file));
+      try {
+        renameSync(made.file, file);
+        temp = { fd: made.fd, file };
+      } catch (error) {
+        // Another file system, no permission, not a directory: never asked again for it.
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.refused.add(dir);
+        discard(made);
+      }
     }
-    if (!made) return undefined;
-    const file = path.join(dir, path.basename(made.file));
-    try {
-      renameSync(made.file, file);
-    } catch {
-      this.refused.add(dir);
-      discard(made);
-      return undefined;
-    }
-    return { fd: made.fd, file };
+    // Only now, once the lane's last temp file has left it, may the worker fill it again.
+    if (this.serving?.temps.length === 0) this.serving = undefined;
+    this.fill();
+    return temp;
   }
 
   /** Remove every temp file not handed out (those a batch still brings, as they come), then the thread and the lanes. */
@@ -137,9 +144,23 @@ export class TempSupply {
     for (const lane of this.lanes) for (const temp of lane.temps.splice(0)) discard(temp);
     this.full.length = 0;
     this.serving = undefined;
-    if (this.lanes.some((lane) => lane.filling)) await new Promise<void>((resolve) => (this.settled = resolve));
+    if (this.lanes.some((lane) => lane.filling)) {
+      // The worker is unref'd: waiting on it alone, the process would end here, its command's exit
+      // code never set. Held while the last batch comes (a few milliseconds).
+      this.worker?.ref();
+      await new Promise<void>((resolve) => (this.settled = resolve));
+    }
     await this.worker?.terminate();
-    for (const lane of this.lanes) if (lane.made) removeDir(lane.dir);
+    for (const lane of this.lanes) {
+      if (!lane.made) continue;
+      // A batch a failed worker left half-made: its files, never handed out, go too.
+      try {
+        for (const entry of entries(lane.dir)) if (entry.isFile() && entry.name.endsWith('.tmp')) unlinkQuietly(path.join(lane.dir, entry.name));
+      } catch {
+        // gone
+      }
+      removeDir(lane.dir);
+    }
     removeDir(this.own);
     removeDir(path.dirname(this.own));
   }
@@ -160,14 +181,23 @@ export class TempSupply {
     if (!this.worker && !this.start()) return false;
     if (!lane.made) {
       try {
-        mkdirSync(lane.dir, { recursive: true, mode: 0o700 });
+        if (!this.madeOwn) {
+          // `.tmp` and the supply's directory are made one at a time, and `.tmp` must be a real
+          // directory: a link there is never followed out of the store.
+          const tmp = path.dirname(this.own);
+          mkdirQuietly(tmp);
+          if (!lstatSync(tmp).isDirectory()) throw new Error(`${tmp} is not a directory`);
+          mkdirSync(this.own, { mode: 0o700 });
+          this.madeOwn = true;
+        }
+        mkdirSync(lane.dir, { mode: 0o700 });
         lane.made = true;
       } catch {
         this.failed = true;
         return false;
       }
     }
-    const names = Array.from({ length: BATCH }, () => `.supply.${process.pid}.${(++this.made).toString(36)}${randomSuffix}.tmp`);
+    const names = Array.from({ length: BATCH }, () => `.supply.${process.pid}.${(++named).toString(36)}${randomSuffix}.tmp`);
     lane.filling = true;
     this.worker!.postMessage({ lane: this.lanes.indexOf(lane), dir: lane.dir, names });
     return true;
@@ -216,12 +246,13 @@ const supplies = new Map<string, { supply: TempSupply; users: number }>();
 
 /**
  * Serve the atomic writes into the subdirectories of `parent` (a store's) with temp files made
- * ahead; returns what stops it (the supply closes when its last user stops).
+ * ahead, in a directory named after `owner` (the writer's owner name in that store, alive while it
+ * is); returns what stops it (the supply closes when its last user stops).
  */
-export function useTempSupply(parent: string): () => Promise<void> {
+export function useTempSupply(parent: string, owner: string): () => Promise<void> {
   let entry = supplies.get(parent);
   if (!entry) {
-    entry = { supply: new TempSupply(parent), users: 0 };
+    entry = { supply: new TempSupply(parent, owner), users: 0 };
     supplies.set(parent, entry);
   }
   entry.users++;
@@ -244,11 +275,12 @@ export function takeSupplied(target: string, mode: number | undefined): Temp | u
 }
 
 /**
- * Remove the directories of supplies whose process is gone, with the temp files their lanes still
- * held. `alive` tells a live pid; a directory whose last change is
+ * Remove the directories of supplies whose writer is gone, with the temp files their lanes still
+ * held. `alive` tells a live writer by its owner name (a pid alone is no identity: a restarted
+ * container's pid 1, a process on another host); a directory whose last change is
  * younger than `minAgeMs` is left alone (as temp files are).
  */
-export function sweepTempSupplies(tmp: string, alive: (pid: number) => boolean, minAgeMs = 10_000): number {
+export function sweepTempSupplies(tmp: string, alive: (owner: string) => boolean, minAgeMs = 10_000): number {
   let removed = 0;
   let names: string[];
   try {
@@ -264,7 +296,7 @@ export function sweepTempSupplies(tmp: string, alive: (pid: number) => boolean, 
     return 0;
   }
   for (const name of names) {
-    if (alive(Number(SUPPLY_DIR.exec(name)![1]))) continue;
+    if (alive(SUPPLY_DIR.exec(name)![1]!)) continue;
     const dir = path.join(tmp, name);
     try {
       const stat = lstatSync(dir);
@@ -308,6 +340,22 @@ function discard(temp: Temp): void {
     unlinkSync(temp.file);
   } catch {
     // already gone
+  }
+}
+
+function unlinkQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // already gone
+  }
+}
+
+function mkdirQuietly(dir: string): void {
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
 }
 

@@ -1,19 +1,21 @@
 /** Temp files made ahead by a worker thread (engine/util/temp-supply.ts) for a busy process's atomic writes. */
-import { lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { install, writeFileAtomic, writeTemp } from '../../engine/util/atomic-write.js';
 import { sweepTempSupplies, takeSupplied, useTempSupply } from '../../engine/util/temp-supply.js';
 import { sweepTemps } from '../../engine/store/files.js';
 import { tempDir } from '../helpers.js';
+import { confirmedStore, start, storeEnv } from '../torture/harness.js';
 
+const OWNER = 'testhost.1.a1b2c3';
 const stops: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const stop of stops.splice(0)) await stop();
 });
 
 function supplied(root: string): () => Promise<void> {
-  const stop = useTempSupply(root);
+  const stop = useTempSupply(root, OWNER);
   stops.push(stop);
   return stop;
 }
@@ -95,6 +97,38 @@ describe('temp files made ahead', () => {
     expect(readdirSync(path.join(root, 'proposals'))).toHaveLength(60);
   });
 
+  it('never makes its directory through a link: a `.tmp` that links out of the store is not used', async () => {
+    const root = tempDir();
+    mkdirSync(path.join(root, 'proposals'));
+    const outside = tempDir();
+    symlinkSync(outside, path.join(root, '.tmp'));
+    supplied(root);
+    for (let i = 0; i < 60; i++) await writeFileAtomic(path.join(root, 'proposals', `${i}.json`), `${i}\n`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(readdirSync(outside)).toEqual([]);
+    expect(readdirSync(path.join(root, 'proposals'))).toHaveLength(60);
+  });
+
+  it('two supplies serving one directory (a store reached by two paths) never hand out the same name', async () => {
+    const root = tempDir();
+    const real = path.join(root, 'store');
+    mkdirSync(path.join(real, 'proposals'), { recursive: true });
+    const alias = path.join(root, 'alias');
+    symlinkSync(real, alias);
+    supplied(real);
+    supplied(alias);
+    await writeUntilSupplied(path.join(real, 'proposals'));
+    await writeUntilSupplied(path.join(alias, 'proposals'), 5000);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const writes = Array.from({ length: 16 }, (_, j) => [
+      writeFileAtomic(path.join(real, 'proposals', `a${j}.json`), `{"id":"a${j}"}\n`),
+      writeFileAtomic(path.join(alias, 'proposals', `b${j}.json`), `{"id":"b${j}"}\n`),
+    ]).flat();
+    await Promise.all(writes);
+    for (let j = 0; j < 16; j++)
+      for (const name of [`a${j}`, `b${j}`]) expect(readFileSync(path.join(real, 'proposals', `${name}.json`), 'utf8')).toBe(`{"id":"${name}"}\n`);
+  });
+
   it('a mode other than the default is never served', async () => {
     const root = tempDir();
     mkdirSync(path.join(root, 'keys'));
@@ -106,28 +140,47 @@ describe('temp files made ahead', () => {
   });
 });
 
+describe('a command that used a supply', () => {
+  it('exits with its own exit code, and leaves no temp file behind', async () => {
+    // A run that fails (a directory where a ledger belongs) after making temp files ahead: closing
+    // the store waits for the worker's last batch, which alone must not let the process end early.
+    const t = await confirmedStore(40);
+    await t.store.close(); // the set-up's own supply: its lanes go
+    expect(walk(t.storeDir).filter((name) => name.startsWith('.tmp'))).toEqual([]);
+    rmSync(path.join(t.storeDir, 'declined.jsonl'), { force: true });
+    mkdirSync(path.join(t.storeDir, 'declined.jsonl'));
+    const run = await start(['run', 'judge', '--yes'], storeEnv(t.storeDir)).done;
+    const without = await start(['run', 'judge', '--yes'], { ...storeEnv(t.storeDir), PIPELINE_TEMP_SUPPLY: 'off' }).done;
+    expect(without.code).not.toBe(0);
+    expect(run.code).toBe(without.code);
+    expect(run.stderr).toMatch(/declined\.jsonl/);
+    expect(walk(t.storeDir).filter((name) => name.endsWith('.tmp') || name.startsWith('.tmp'))).toEqual([]);
+  }, 60_000);
+});
+
 describe('sweeping what a killed process left', () => {
   const old = (file: string) => utimesSync(file, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
   const DEAD = 2 ** 22 + 12345; // above Linux's pid_max default: no process has it
 
-  it('removes a dead process’s own directory and its files; a live or young one, or a link, stays', () => {
+  it('removes a dead writer’s own directory and its files; a live or young one, or a link, stays', () => {
     const root = tempDir();
     const tmp = path.join(root, '.tmp');
-    const dead = path.join(tmp, `${DEAD}.1abc`);
+    const dead = path.join(tmp, 'gone.12345.dead~1');
     mkdirSync(path.join(dead, 'l0'), { recursive: true });
     writeFileSync(path.join(dead, 'l0', '.supply.x.tmp'), '');
     old(dead);
-    const live = path.join(tmp, `${process.pid}.2abc`);
+    const live = path.join(tmp, 'here.1.live~2');
     mkdirSync(live);
     old(live);
-    const young = path.join(tmp, `${DEAD}.3abc`);
+    const young = path.join(tmp, 'gone.12345.dead~3');
     mkdirSync(young);
     const outside = path.join(root, 'outside');
     mkdirSync(outside);
     writeFileSync(path.join(outside, 'keep.tmp'), 'mine');
-    symlinkSync(outside, path.join(tmp, `${DEAD}.4abc`));
-    expect(sweepTempSupplies(tmp, (pid) => pid === process.pid)).toBe(1);
-    expect(readdirSync(tmp).sort()).toEqual([`${DEAD}.3abc`, `${DEAD}.4abc`, `${process.pid}.2abc`].sort());
+    symlinkSync(outside, path.join(tmp, 'gone.12345.dead~4'));
+    // Asked by owner name, not pid: a restarted container's pid 1 is another writer.
+    expect(sweepTempSupplies(tmp, (owner) => owner === 'here.1.live')).toBe(1);
+    expect(readdirSync(tmp).sort()).toEqual(['gone.12345.dead~3', 'gone.12345.dead~4', 'here.1.live~2']);
     expect(readFileSync(path.join(outside, 'keep.tmp'), 'utf8')).toBe('mine');
   });
 
