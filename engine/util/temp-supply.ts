@@ -20,15 +20,19 @@
  * before), and removes what it did not hand out when it is closed. A killed process's lanes are
  * swept once the writer named in their directory's name is gone (`sweepTempSupplies`).
  */
-import { closeSync, type Dirent, lstatSync, mkdirSync, opendirSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
+import { closeSync, type Dirent, fstatSync, lstatSync, mkdirSync, opendirSync, readFileSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Worker } from 'node:worker_threads';
 
 /** Temp files asked for before a supply starts its thread. */
 const START_AFTER = 16;
-/** Temp files made for a directory at a time, when fewer than that are ready there. */
+/** Temp files made in a lane at a time. */
 const BATCH = 16;
+/** A supply nothing asked for this long lets go of its thread, descriptors and lanes. */
+const IDLE_MS = 1000;
+/** Fewer open descriptors allowed than this, and no supply starts. */
+const MIN_OPEN_FILES = 1024;
 /** The mode of a supplied temp file (`writeTemp`'s default; the umask applies as to any create). */
 export const SUPPLIED_MODE = 0o644;
 /** A supply's own directory under `<store>/.tmp/`: its writer's owner name first, so a sweep knows a dead writer's. */
@@ -39,19 +43,31 @@ const SUPPLY_DIR = /^([A-Za-z0-9_.-]+)~[0-9a-z]+$/;
 // handed over — the process's, whichever thread opened them (the worker is told not to close the
 // descriptors it opened when it ends: `trackUnmanagedFds: false`). The first failure ends it.
 const WORKER = `
-const { parentPort } = require('node:worker_threads');
-const { constants, openSync } = require('node:fs');
+const { parentPort, workerData } = require('node:worker_threads');
+const { constants, lstatSync, openSync } = require('node:fs');
 const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
-parentPort.on('message', ({ lane, dir, names }) => {
+const real = (dir) => lstatSync(dir, { throwIfNoEntry: false })?.isDirectory() === true;
+// [0]: stop (the process is ending); [1]: a create is under way. Busy is set before stop is read,
+// so once the process has set stop and seen busy clear, no file is made after it looks.
+const state = new Int32Array(workerData.state);
+parentPort.on('message', ({ lane, dirs, names }) => {
   const made = [];
-  let failed = false;
-  for (const name of names) {
+  // .tmp, the supply's directory and the lane, each a real directory (a link swapped in for one
+  // since it was made is never followed out of the store).
+  let failed = !dirs.every(real);
+  const dir = dirs[dirs.length - 1];
+  for (const name of failed ? [] : names) {
+    Atomics.store(state, 1, 1);
     try {
+      if (Atomics.load(state, 0) !== 0) throw new Error('stopped');
+      if (!real(dir)) throw new Error('the lane is no longer a directory');
       made.push([openSync(dir + '/' + name, flags, ${SUPPLIED_MODE.toString(8).replace(/^/, '0o')}), name]);
     } catch {
       failed = true;
-      break;
+    } finally {
+      Atomics.store(state, 1, 0);
     }
+    if (failed) break;
   }
   parentPort.postMessage({ lane, made, failed });
 });
@@ -102,6 +118,10 @@ export class TempSupply {
   private closed = false;
   private madeOwn = false;
   private settled: (() => void) | undefined;
+  /** Shared with the worker: [0] stop making files, [1] a create under way. */
+  private readonly state = new Int32Array(new SharedArrayBuffer(8));
+  /** Fires once nothing was asked for IDLE_MS (refreshed by each take). */
+  private idle: NodeJS.Timeout | undefined;
   readonly own: string;
 
   constructor(
@@ -116,6 +136,7 @@ export class TempSupply {
   /** A temp file made ahead, moved into `dir` and open for writing, or undefined (the caller makes its own). */
   take(dir: string): Temp | undefined {
     if (this.closed || this.failed || this.refused.has(dir)) return undefined;
+    this.idle?.refresh();
     if (++this.asks < START_AFTER) return undefined;
     if (!this.serving || this.serving.temps.length === 0) this.serving = this.full.shift();
     const made = this.serving?.temps.pop();
@@ -124,7 +145,14 @@ export class TempSupply {
       const file = path.join(dir, path.basename(made.file));
       try {
         renameSync(made.file, file);
-        temp = { fd: made.fd, file };
+        // What was moved is the file the descriptor writes (not one planted in a lane since).
+        const moved = lstatSync(file);
+        const held = fstatSync(made.fd);
+        if (!moved.isFile() || moved.ino !== held.ino || moved.dev !== held.dev) {
+          unlinkQuietly(file);
+          closeQuietly(made.fd);
+          this.fail();
+        } else temp = { fd: made.fd, file };
       } catch (error) {
         // Another file system, no permission, not a directory: never asked again for it.
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.refused.add(dir);
@@ -141,9 +169,8 @@ export class TempSupply {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const lane of this.lanes) for (const temp of lane.temps.splice(0)) discard(temp);
-    this.full.length = 0;
-    this.serving = undefined;
+    clearTimeout(this.idle);
+    this.discardReady();
     if (this.lanes.some((lane) => lane.filling)) {
       // The worker is unref'd: waiting on it alone, the process would end here, its command's exit
       // code never set. Held while the last batch comes (a few milliseconds).
@@ -151,18 +178,75 @@ export class TempSupply {
       await new Promise<void>((resolve) => (this.settled = resolve));
     }
     await this.worker?.terminate();
+    this.removeLanes();
+    live.delete(this);
+  }
+
+  /**
+   * At the process's exit (a `process.exit` before or during `close`): what was not handed out
+   * goes, and the files of a batch still being made (their names unknown here: the lanes are
+   * listed, once each directory on the way is seen to be a real one).
+   */
+  leaveAtExit(): void {
+    // The worker makes nothing more once it has seen this, and a create under way ends first (a
+    // few milliseconds at most; bounded, as an exit must be).
+    Atomics.store(this.state, 0, 1);
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    for (let waited = 0; Atomics.load(this.state, 1) !== 0 && waited < 200; waited++) Atomics.wait(pause, 0, 0, 1);
+    this.discardReady();
+    const tmp = path.dirname(this.own);
     for (const lane of this.lanes) {
-      if (!lane.made) continue;
-      // A batch a failed worker left half-made: its files, never handed out, go too.
+      if (!lane.filling || ![tmp, this.own, lane.dir].every(isRealDirectory)) continue;
       try {
-        for (const entry of entries(lane.dir)) if (entry.isFile() && entry.name.endsWith('.tmp')) unlinkQuietly(path.join(lane.dir, entry.name));
+        for (const entry of entries(lane.dir)) if (entry.isFile() && entry.name.startsWith('.supply.')) unlinkQuietly(path.join(lane.dir, entry.name));
       } catch {
         // gone
       }
-      removeDir(lane.dir);
+      lane.filling = false;
     }
+    this.removeLanes();
+  }
+
+  /** Close the descriptors and remove the files not handed out. */
+  private discardReady(): void {
+    for (const lane of this.lanes) for (const temp of lane.temps.splice(0)) discard(temp);
+    this.full.length = 0;
+    this.serving = undefined;
+  }
+
+  /** Remove the lanes, the supply's directory and `.tmp`, each only when empty (by name: never listed). */
+  private removeLanes(): void {
+    for (const lane of this.lanes) if (lane.made && !lane.filling) removeDir(lane.dir);
     removeDir(this.own);
     removeDir(path.dirname(this.own));
+  }
+
+  /** Stop for good (a create failed, the worker is gone, a lane was tampered with): callers make their own. */
+  private fail(): void {
+    this.failed = true;
+    this.discardReady();
+    if (!this.lanes.some((lane) => lane.filling)) {
+      void this.worker?.terminate();
+      this.removeLanes();
+    }
+  }
+
+  /** Nothing asked for a while: let go of the thread, the descriptors and the lanes until the next burst. */
+  private rest(): void {
+    if (this.closed || this.failed) return;
+    if (this.lanes.some((lane) => lane.filling)) {
+      this.idle?.refresh();
+      return;
+    }
+    this.discardReady();
+    const worker = this.worker;
+    this.worker = undefined;
+    worker?.removeAllListeners();
+    void worker?.terminate();
+    this.removeLanes();
+    for (const lane of this.lanes) lane.made = false;
+    this.madeOwn = false;
+    this.asks = 0;
   }
 
   /** Fill empty lanes until AHEAD of them are full or being filled. */
@@ -193,36 +277,56 @@ export class TempSupply {
         mkdirSync(lane.dir, { mode: 0o700 });
         lane.made = true;
       } catch {
-        this.failed = true;
+        this.fail();
         return false;
       }
     }
     const names = Array.from({ length: BATCH }, () => `.supply.${process.pid}.${(++named).toString(36)}${randomSuffix}.tmp`);
     lane.filling = true;
-    this.worker!.postMessage({ lane: this.lanes.indexOf(lane), dir: lane.dir, names });
+    this.worker!.postMessage({ lane: this.lanes.indexOf(lane), dirs: [path.dirname(this.own), this.own, lane.dir], names });
     return true;
   }
 
   private start(): boolean {
+    // A process allowed few descriptors keeps them for its work: the supply holds up to
+    // (AHEAD + 1) × BATCH of them.
+    if (openFilesLimit() < MIN_OPEN_FILES) {
+      this.failed = true;
+      return false;
+    }
     try {
       // Loaded here: only a process that writes many files starts a thread.
       const { Worker } = process.getBuiltinModule('node:worker_threads');
-      this.worker = new Worker(WORKER, { eval: true, trackUnmanagedFds: false, resourceLimits: { maxYoungGenerationSizeMb: 2 } });
+      this.worker = new Worker(WORKER, {
+        eval: true,
+        workerData: { state: this.state.buffer },
+        trackUnmanagedFds: false,
+        resourceLimits: { maxYoungGenerationSizeMb: 2 },
+      });
     } catch {
       this.failed = true;
       return false;
     }
-    this.worker.on('message', (batch: Batch) => this.arrived(batch));
+    const worker = this.worker;
+    worker.on('message', (batch: Batch) => this.arrived(batch));
     // A worker that fails or ends brings no more batches: the supply stops.
     const gone = () => {
-      this.failed = true;
       for (const lane of this.lanes) lane.filling = false;
       this.settled?.();
+      if (!this.closed) this.fail();
     };
-    this.worker.on('error', gone);
-    this.worker.on('exit', gone);
+    worker.on('error', gone);
+    worker.on('exit', gone);
     // After the listeners (adding one refs the worker again): it never keeps the process alive.
-    this.worker.unref();
+    worker.unref();
+    live.add(this);
+    if (!exitHooked) {
+      exitHooked = true;
+      process.once('exit', () => {
+        for (const supply of live) supply.leaveAtExit();
+      });
+    }
+    this.idle ??= setTimeout(() => this.rest(), IDLE_MS).unref();
     return true;
   }
 
@@ -230,15 +334,36 @@ export class TempSupply {
     const lane = this.lanes[batch.lane]!;
     lane.filling = false;
     const made = batch.made.map(([fd, name]) => ({ fd, file: path.join(lane.dir, name) }));
-    if (this.closed) {
+    if (this.closed || this.failed) {
       for (const temp of made) discard(temp);
-      if (!this.lanes.some((each) => each.filling)) this.settled?.();
+      if (this.closed && !this.lanes.some((each) => each.filling)) this.settled?.();
+      if (this.failed) this.fail();
       return;
     }
-    if (batch.failed) this.failed = true;
     lane.temps.push(...made);
     if (made.length > 0) this.full.push(lane);
+    // A failed create (a full disk, too many open files): what was made goes, and the supply stops.
+    if (batch.failed) this.fail();
   }
+}
+
+/** Supplies with a thread running: what the process's exit removes. */
+const live = new Set<TempSupply>();
+let exitHooked = false;
+
+/** The soft limit of open descriptors (Linux's /proc; elsewhere, as if ample). */
+let openFiles: number | undefined;
+function openFilesLimit(): number {
+  if (openFiles === undefined) {
+    openFiles = Number.POSITIVE_INFINITY;
+    try {
+      const limit = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'latin1'))?.[1];
+      if (limit && limit !== 'unlimited') openFiles = Number(limit);
+    } catch {
+      // not Linux: no limit known
+    }
+  }
+  return openFiles;
 }
 
 /** Supplies by the directory whose subdirectories they serve, with how many stores use each. */
@@ -331,15 +456,15 @@ function entries(dir: string): Dirent[] {
 }
 
 function discard(temp: Temp): void {
+  closeQuietly(temp.fd);
+  unlinkQuietly(temp.file);
+}
+
+function closeQuietly(fd: number): void {
   try {
-    closeSync(temp.fd);
+    closeSync(fd);
   } catch {
     // already closed
-  }
-  try {
-    unlinkSync(temp.file);
-  } catch {
-    // already gone
   }
 }
 
@@ -349,6 +474,10 @@ function unlinkQuietly(file: string): void {
   } catch {
     // already gone
   }
+}
+
+function isRealDirectory(dir: string): boolean {
+  return lstatSync(dir, { throwIfNoEntry: false })?.isDirectory() === true;
 }
 
 function mkdirQuietly(dir: string): void {

@@ -1,11 +1,12 @@
 /** Temp files made ahead by a worker thread (engine/util/temp-supply.ts) for a busy process's atomic writes. */
-import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { install, writeFileAtomic, writeTemp } from '../../engine/util/atomic-write.js';
 import { sweepTempSupplies, takeSupplied, useTempSupply } from '../../engine/util/temp-supply.js';
 import { sweepTemps } from '../../engine/store/files.js';
-import { tempDir } from '../helpers.js';
+import { BIN, ROOT, tempDir } from '../helpers.js';
 import { confirmedStore, start, storeEnv } from '../torture/harness.js';
 
 const OWNER = 'testhost.1.a1b2c3';
@@ -129,6 +130,63 @@ describe('temp files made ahead', () => {
       for (const name of [`a${j}`, `b${j}`]) expect(readFileSync(path.join(real, 'proposals', `${name}.json`), 'utf8')).toBe(`{"id":"${name}"}\n`);
   });
 
+  it('lets go of its thread, descriptors and lanes when nothing asks for a while, and starts again', async () => {
+    const root = tempDir();
+    mkdirSync(path.join(root, 'proposals'));
+    supplied(root);
+    const { next } = await writeUntilSupplied(path.join(root, 'proposals'));
+    expect(readdirSync(root)).toContain('.tmp');
+    await new Promise((resolve) => setTimeout(resolve, 1600));
+    expect(readdirSync(root)).not.toContain('.tmp');
+    await writeUntilSupplied(path.join(root, 'proposals'), next);
+  });
+
+  it('follows no link swapped in for its directories after it started, and removes nothing through one', async () => {
+    const root = tempDir();
+    mkdirSync(path.join(root, 'proposals'));
+    supplied(root);
+    const { next } = await writeUntilSupplied(path.join(root, 'proposals'));
+    await new Promise((resolve) => setTimeout(resolve, 200)); // no batch being made: each checks its lane first
+    const [own] = readdirSync(path.join(root, '.tmp'));
+    // Someone moves `.tmp` aside and makes one whose lanes link out of the store.
+    const outside = tempDir();
+    writeFileSync(path.join(outside, 'precious.tmp'), 'mine');
+    renameSync(path.join(root, '.tmp'), path.join(root, 'aside'));
+    mkdirSync(path.join(root, '.tmp', own!), { recursive: true });
+    for (let lane = 0; lane < 4; lane++) symlinkSync(outside, path.join(root, '.tmp', own!, `l${lane}`));
+    const untouched = lstatSync(outside).mtimeMs;
+    // Enough writes, with pauses for the worker's batches, that lanes are filled again after the swap.
+    for (let i = next; i < next + 160; i++) {
+      await writeFileAtomic(path.join(root, 'proposals', `${i}.json`), `{"n":${i}}\n`);
+      if (i % 8 === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    for (const stop of stops.splice(0)) await stop();
+    expect(readdirSync(outside)).toEqual(['precious.tmp']);
+    expect(lstatSync(outside).mtimeMs).toBe(untouched); // nothing was ever made there, even for a while
+    for (let i = next; i < next + 160; i++) expect(readFileSync(path.join(root, 'proposals', `${i}.json`), 'utf8')).toBe(`{"n":${i}}\n`);
+  });
+
+  it('never puts in place a file planted in its lanes instead of the one it made', async () => {
+    const root = tempDir();
+    mkdirSync(path.join(root, 'proposals'));
+    supplied(root);
+    const { next } = await writeUntilSupplied(path.join(root, 'proposals'));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const [own] = readdirSync(path.join(root, '.tmp'));
+    let planted = 0;
+    for (const lane of readdirSync(path.join(root, '.tmp', own!))) {
+      const dir = path.join(root, '.tmp', own!, lane);
+      for (const name of readdirSync(dir)) {
+        rmSync(path.join(dir, name));
+        writeFileSync(path.join(dir, name), '{"planted":true}\n');
+        planted++;
+      }
+    }
+    expect(planted).toBeGreaterThan(0);
+    for (let i = next; i < next + 40; i++) await writeFileAtomic(path.join(root, 'proposals', `${i}.json`), `{"n":${i}}\n`);
+    for (let i = next; i < next + 40; i++) expect(readFileSync(path.join(root, 'proposals', `${i}.json`), 'utf8')).toBe(`{"n":${i}}\n`);
+  });
+
   it('a mode other than the default is never served', async () => {
     const root = tempDir();
     mkdirSync(path.join(root, 'keys'));
@@ -154,6 +212,26 @@ describe('a command that used a supply', () => {
     expect(without.code).not.toBe(0);
     expect(run.code).toBe(without.code);
     expect(run.stderr).toMatch(/declined\.jsonl/);
+    expect(walk(t.storeDir).filter((name) => name.endsWith('.tmp') || name.startsWith('.tmp'))).toEqual([]);
+  }, 60_000);
+});
+
+describe('a command that used a supply, in a tight spot', () => {
+  const sh = (command: string, env: NodeJS.ProcessEnv) => spawnSync('bash', ['-c', command], { env, encoding: 'utf8', cwd: ROOT });
+
+  it('a process allowed few descriptors keeps them for its work', async () => {
+    const t = await confirmedStore(300);
+    await t.store.close();
+    const run = sh(`ulimit -n 96 && exec "${process.execPath}" "${BIN}" run judge --yes --concurrency 32`, storeEnv(t.storeDir));
+    expect(run.stderr).not.toMatch(/too many open files/i);
+    expect(run.status).toBe(0);
+  }, 60_000);
+
+  it('a command that ends early (its output closed) leaves no lanes behind', async () => {
+    const t = await confirmedStore(40);
+    await t.store.close();
+    const run = sh(`"${process.execPath}" "${BIN}" --json run judge --yes | true`, storeEnv(t.storeDir));
+    expect(run.status).toBe(0);
     expect(walk(t.storeDir).filter((name) => name.endsWith('.tmp') || name.startsWith('.tmp'))).toEqual([]);
   }, 60_000);
 });
