@@ -159,6 +159,15 @@ export class FileStore implements Store {
   private readonly freshTails = new Set<string>();
   private readonly claims = new Map<string, Held>();
   private readonly queues = new Map<string, string[]>();
+  /**
+   * What the last complete `index()` without `after` listed (the ids with a status, and their
+   * marks), with the audit log and this handle's writes as they were before it began: the claim
+   * pass that follows a run's selection takes its queue from it while neither has moved (see
+   * `listedQueue`).
+   */
+  private listed: Listing | undefined;
+  /** Creates and commits this handle has begun. */
+  private writes = 0;
   private journal: Journal | undefined;
   private recovered: Promise<number> | undefined;
   private swept = false;
@@ -287,10 +296,18 @@ export class FileStore implements Store {
   }
 
   index(query: Query = {}): AsyncIterable<IndexEntry> {
-    return this.indexed(query);
+    return query.after === undefined ? this.remembered(query) : this.indexed(query);
   }
 
-  private async *indexed(query: Query, keep?: KeepReads): AsyncIterable<IndexEntry> {
+  /** `indexed`, remembered for the claim pass that may follow when the caller reads it to its end. */
+  private async *remembered(query: Query): AsyncIterable<IndexEntry> {
+    this.listed = undefined;
+    const listed: Listing = { statuses: statusesOf(query), without: query.without, audit: this.auditSignature(), writes: this.writes, ids: [], marks: [] };
+    yield* this.indexed(query, undefined, listed);
+    this.listed = listed;
+  }
+
+  private async *indexed(query: Query, keep?: KeepReads, listed?: Listing): AsyncIterable<IndexEntry> {
     const scan = await this.scan(keep);
     const mask = this.markMask(query.without);
     const wanted = statusFilter(query);
@@ -301,8 +318,37 @@ export class FileStore implements Store {
       if (status !== null && (marks & mask) !== 0) continue;
       const id = scan.id(i);
       if (query.after !== undefined && id <= query.after) continue;
+      if (listed && status !== null) {
+        listed.ids.push(id);
+        listed.marks.push(marks);
+      }
       yield { id, status, marks: this.marks.filter((_field, bit) => (marks & (1 << bit)) !== 0) };
     }
+  }
+
+  /** The audit log's identity and size: every committed transition, by any process, appends to it. */
+  private auditSignature(): string {
+    const stat = lstatSync(path.join(this.location, AUDIT_FILE), { throwIfNoEntry: false });
+    return stat ? `${stat.dev}:${stat.ino}:${stat.size}:${stat.mode}` : '';
+  }
+
+  /**
+   * The queue of a claim pass from the listing just made of the same proposals (a run's
+   * selection), instead of listing the store a second time — once, and only while nothing was
+   * committed since it began: the audit log has not grown (no transition, by any process, and no
+   * repair) and this handle began no write. A proposal that changes meanwhile is read under its
+   * claim anyway (work decided elsewhere counts as nothing); one that turns up later is the next
+   * run's, as with a fresh listing taken a moment earlier.
+   */
+  private listedQueue(query: Query): string[] | undefined {
+    const listed = this.listed;
+    this.listed = undefined;
+    if (!listed || listed.statuses !== statusesOf(query) || listed.writes !== this.writes) return undefined;
+    // A listing that left out marked proposals serves only a queue that leaves out the same.
+    if (listed.without !== undefined && listed.without !== query.without) return undefined;
+    if (listed.audit !== this.auditSignature()) return undefined;
+    const mask = listed.without === query.without ? 0 : this.markMask(query.without);
+    return mask === 0 ? listed.ids : listed.ids.filter((_id, i) => (listed.marks[i]! & mask) === 0);
   }
 
   async *list(query: Query = {}): AsyncIterable<Listed> {
@@ -458,6 +504,7 @@ export class FileStore implements Store {
   private async beforeWrite(): Promise<void> {
     // Temp files made ahead by another thread (temp-supply.ts); PIPELINE_TEMP_SUPPLY=off measures without.
     if (process.env['PIPELINE_TEMP_SUPPLY'] !== 'off') this.stopSupply ??= useTempSupply(this.location, this.owners.name);
+    this.writes++;
     this.recovered ??= this.replayDead();
     await this.recovered;
   }
@@ -704,7 +751,7 @@ export class FileStore implements Store {
 
   async *dump(): AsyncIterable<Dumped> {
     const keyField = this.key?.field;
-    for await (const entry of this.index()) {
+    for await (const entry of this.indexed({})) {
       let text: string | undefined;
       try {
         text = readRegular(this.proposalFile(entry.id));
@@ -1013,8 +1060,11 @@ export class FileStore implements Store {
     const name = `${stage}\u0000${[queue.query.status ?? []].flat().join(',')}\u0000${queue.query.without ?? ''}`;
     let ids = this.queues.get(name);
     if (!ids || queue.query.after === undefined) {
-      ids = [];
-      for await (const entry of this.index({ ...queue.query, after: undefined })) if (entry.status !== null) ids.push(entry.id);
+      ids = queue.query.after === undefined ? this.listedQueue(queue.query) : undefined;
+      if (!ids) {
+        ids = [];
+        for await (const entry of this.indexed({ ...queue.query, after: undefined })) if (entry.status !== null) ids.push(entry.id);
+      }
       this.queues.set(name, ids);
     }
     let i = queue.query.after === undefined ? 0 : upperBound(ids, queue.query.after);
@@ -1050,9 +1100,26 @@ export class FileStore implements Store {
       if (names.has(path.basename(file)) && ['live', 'stale'].includes(this.owners.holder(file))) out.push(key);
     };
     if ('keys' in queue) queue.keys.forEach(check);
-    else for await (const entry of this.index(queue.query)) if (entry.status !== null) check(entry.id);
+    else for await (const entry of this.indexed(queue.query)) if (entry.status !== null) check(entry.id);
     return out.sort();
   }
+}
+
+/** A complete listing of a query, kept for the claim pass that may follow it (`FileStore.listedQueue`). */
+interface Listing {
+  statuses: string;
+  without: string | undefined;
+  audit: string;
+  writes: number;
+  ids: string[];
+  /** Each id's marks (bit i: the store's i-th marked field). */
+  marks: number[];
+}
+
+/** A query's statuses as one key (any order, any repeats): the proposals a listing and a queue are of. */
+function statusesOf(query: Query): string {
+  if (query.status === undefined) return '*';
+  return JSON.stringify([...new Set([query.status].flat())].sort());
 }
 
 /** Does a status match a query's status (or statuses)? */

@@ -1082,3 +1082,92 @@ describe('file store: the status index, read and written a chunk at a time', () 
     });
   });
 });
+
+describe('file store: a claim pass right after a listing takes its queue from it', () => {
+  const ids = ['01ARZ3NDEKTSV4RRFFQ69G5FB1', '01ARZ3NDEKTSV4RRFFQ69G5FB2', '01ARZ3NDEKTSV4RRFFQ69G5FB3', '01ARZ3NDEKTSV4RRFFQ69G5FB4'];
+  const confirmed = (id: string, extra: Record<string, unknown> = {}) => ({
+    id,
+    artifact_id: id,
+    created_at: '2026-11-01T00:00:00Z',
+    status: 'confirmed',
+    ...extra,
+  });
+  const createdAs = (id: string, to: string): AuditRow => ({ ...created, id, to });
+
+  async function storeOf(count: number): Promise<FileStore> {
+    const store = make();
+    for (const id of ids.slice(0, count))
+      expect(await store.create({ proposal: confirmed(id), key: id, audit: createdAs(id, 'confirmed') })).toMatchObject({ ok: true });
+    return store;
+  }
+  const queued = async (store: Store, query: { status: string | string[]; without?: string }) =>
+    (await store.claim('judge', { query }, 10, 60_000)).leases.map((lease) => lease.key);
+  /** A proposal file put in place by hand: no audit row, as an import or an editor would. */
+  const dropIn = (store: FileStore, id: string) =>
+    writeFileSync(path.join(store.location, 'proposals', `${id}.json`), `${JSON.stringify(confirmed(id), null, 2)}\n`);
+
+  it('lists the store once for a selection and the pass that follows it', async () => {
+    const store = await storeOf(2);
+    expect((await all(store.index({ status: 'confirmed' }))).map((entry) => entry.id)).toEqual(ids.slice(0, 2));
+    // Appeared after the selection, with nothing committed: the run's queue is its selection.
+    dropIn(store, ids[2]!);
+    expect(await queued(store, { status: 'confirmed' })).toEqual(ids.slice(0, 2));
+  });
+
+  it('lists again once anything was committed since, by another handle or by this one', async () => {
+    const store = await storeOf(2);
+    await all(store.index({ status: 'confirmed' }));
+    const other = make(store.location);
+    expect(await other.create({ proposal: confirmed(ids[2]!), key: ids[2]!, audit: createdAs(ids[2]!, 'confirmed') })).toMatchObject({ ok: true });
+    expect(await queued(store, { status: 'confirmed' })).toEqual(ids.slice(0, 3));
+
+    const again = await storeOf(2);
+    await all(again.index({ status: 'confirmed' }));
+    expect(await again.create({ proposal: confirmed(ids[2]!), key: ids[2]!, audit: createdAs(ids[2]!, 'confirmed') })).toMatchObject({ ok: true });
+    expect(await queued(again, { status: 'confirmed' })).toEqual(ids.slice(0, 3));
+
+    // A commit of this handle's still under way (its audit row not yet written) counts too.
+    const busy = await storeOf(2);
+    await all(busy.index({ status: 'confirmed' }));
+    dropIn(busy, ids[2]!);
+    const creating = busy.create({ proposal: confirmed(ids[3]!), key: ids[3]!, audit: createdAs(ids[3]!, 'confirmed') });
+    expect(await queued(busy, { status: 'confirmed' })).toEqual(expect.arrayContaining(ids.slice(0, 3)));
+    expect(await creating).toMatchObject({ ok: true });
+  });
+
+  it('takes a listing once, only when it was read to its end, and only for the same proposals', async () => {
+    const store = await storeOf(2);
+    await all(store.index({ status: 'confirmed' }));
+    expect(await queued(store, { status: 'confirmed' })).toEqual(ids.slice(0, 2));
+    await store.release(ids.slice(0, 2).map((key) => ({ stage: 'judge', key, token: '' })));
+    dropIn(store, ids[2]!);
+    expect(await queued(store, { status: 'confirmed' })).toEqual(ids.slice(0, 3)); // the next pass lists
+
+    const cut = await storeOf(2);
+    for await (const entry of cut.index({ status: 'confirmed' })) if (entry.id === ids[0]) break;
+    dropIn(cut, ids[2]!);
+    expect(await queued(cut, { status: 'confirmed' })).toEqual(ids.slice(0, 3));
+
+    const other = await storeOf(2);
+    await all(other.index({ status: 'pending' }));
+    dropIn(other, ids[2]!);
+    expect(await queued(other, { status: 'confirmed' })).toEqual(ids.slice(0, 3));
+  });
+
+  it('leaves out marked proposals a listing of all of them held, never the other way round', async () => {
+    const store = await storeOf(1);
+    const id = ids[1]!;
+    expect(await store.create({ proposal: confirmed(id, { promoted_at: '2026-11-02T00:00:00Z' }), key: id, audit: createdAs(id, 'confirmed') })).toMatchObject({
+      ok: true,
+    });
+    await all(store.index({ status: 'confirmed' }));
+    expect(await queued(store, { status: 'confirmed', without: 'promoted_at' })).toEqual([ids[0]]);
+
+    const other = await storeOf(1);
+    expect(await other.create({ proposal: confirmed(id, { promoted_at: '2026-11-02T00:00:00Z' }), key: id, audit: createdAs(id, 'confirmed') })).toMatchObject({
+      ok: true,
+    });
+    await all(other.index({ status: 'confirmed', without: 'promoted_at' }));
+    expect(await queued(other, { status: 'confirmed' })).toEqual(ids.slice(0, 2));
+  });
+});
