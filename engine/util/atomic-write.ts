@@ -5,16 +5,13 @@
  * the store for its documents and indexes, and by the configuration cache, the secret files and
  * `viz --out`, none of which depend on the store for it.
  */
-import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fdatasync, fsync, linkSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { processSuffix, unlinkQuietly } from './temp-names.js';
 import { takeSupplied } from './temp-supply.js';
 
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
-
-/** Per process, so two processes that reuse a pid never collide on a temp name. */
-const randomSuffix = randomBytes(3).toString('hex');
 
 const fsyncAsync = promisify(fsync);
 const fdatasyncAsync = promisify(fdatasync);
@@ -123,17 +120,10 @@ let temps = 0;
 
 /** A temp name beside `target`, unique to this process (swept by pid if the process dies). */
 export function tempName(target: string): string {
-  return path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${(++temps).toString(36)}${randomSuffix}.tmp`);
+  return path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${(++temps).toString(36)}${processSuffix}.tmp`);
 }
 
-/** Remove a file if it is there. */
-export function unlinkQuietly(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch {
-    // already gone
-  }
-}
+export { unlinkQuietly };
 
 /**
  * Write `data` to a new temp file beside `target` (fsynced when durable); returns its name. In a

@@ -22,7 +22,7 @@
  */
 import { closeSync, type Dirent, fstatSync, lstatSync, mkdirSync, opendirSync, readFileSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { processSuffix, unlinkQuietly } from './temp-names.js';
 import type { Worker } from 'node:worker_threads';
 
 /** Temp files asked for before a supply starts its thread. */
@@ -98,8 +98,6 @@ export interface Temp {
   file: string;
 }
 
-/** Per process, so two processes that reuse a pid never make the same names. */
-const randomSuffix = randomBytes(3).toString('hex');
 let suppliesMade = 0;
 /** Temp files named, process-wide: two supplies (one store reached by two paths) never make the same name. */
 let named = 0;
@@ -281,7 +279,7 @@ export class TempSupply {
         return false;
       }
     }
-    const names = Array.from({ length: BATCH }, () => `.supply.${process.pid}.${(++named).toString(36)}${randomSuffix}.tmp`);
+    const names = Array.from({ length: BATCH }, () => `.supply.${process.pid}.${(++named).toString(36)}${processSuffix}.tmp`);
     lane.filling = true;
     this.worker!.postMessage({ lane: this.lanes.indexOf(lane), dirs: [path.dirname(this.own), this.own, lane.dir], names });
     return true;
@@ -465,14 +463,6 @@ function closeQuietly(fd: number): void {
     closeSync(fd);
   } catch {
     // already closed
-  }
-}
-
-function unlinkQuietly(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch {
-    // already gone
   }
 }
 
