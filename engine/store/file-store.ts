@@ -166,7 +166,7 @@ export class FileStore implements Store {
    * `listedQueue`).
    */
   private listed: Listing | undefined;
-  /** Creates and commits this handle has begun. */
+  /** Writes this handle has begun that change proposals: creates, commits, replays of a dead journal, a load. */
   private writes = 0;
   private journal: Journal | undefined;
   private recovered: Promise<number> | undefined;
@@ -202,6 +202,8 @@ export class FileStore implements Store {
   async close(): Promise<void> {
     for (const held of this.claims.values()) await held.release();
     this.claims.clear();
+    this.listed = undefined;
+    this.queues.clear();
     const stop = this.stopSupply;
     this.stopSupply = undefined;
     await stop?.();
@@ -296,18 +298,13 @@ export class FileStore implements Store {
   }
 
   index(query: Query = {}): AsyncIterable<IndexEntry> {
-    return query.after === undefined ? this.remembered(query) : this.indexed(query);
-  }
-
-  /** `indexed`, remembered for the claim pass that may follow when the caller reads it to its end. */
-  private async *remembered(query: Query): AsyncIterable<IndexEntry> {
+    if (query.after !== undefined) return this.indexed(query);
     this.listed = undefined;
-    const listed: Listing = { statuses: statusesOf(query), without: query.without, audit: this.auditSignature(), writes: this.writes, ids: [], marks: [] };
-    yield* this.indexed(query, undefined, listed);
-    this.listed = listed;
+    return this.indexed(query, undefined, new Listing(statusesOf(query), query.without, this.auditSignature(), this.writes));
   }
 
-  private async *indexed(query: Query, keep?: KeepReads, listed?: Listing): AsyncIterable<IndexEntry> {
+  /** `listing`: filled with what is yielded, and kept for the claim pass that may follow when the caller reads to the end. */
+  private async *indexed(query: Query, keep?: KeepReads, listing?: Listing): AsyncIterable<IndexEntry> {
     const scan = await this.scan(keep);
     const mask = this.markMask(query.without);
     const wanted = statusFilter(query);
@@ -318,12 +315,10 @@ export class FileStore implements Store {
       if (status !== null && (marks & mask) !== 0) continue;
       const id = scan.id(i);
       if (query.after !== undefined && id <= query.after) continue;
-      if (listed && status !== null) {
-        listed.ids.push(id);
-        listed.marks.push(marks);
-      }
+      if (status !== null) listing?.add(id, marks);
       yield { id, status, marks: this.marks.filter((_field, bit) => (marks & (1 << bit)) !== 0) };
     }
+    if (listing?.complete()) this.listed = listing;
   }
 
   /** The audit log's identity and size: every committed transition, by any process, appends to it. */
@@ -336,9 +331,11 @@ export class FileStore implements Store {
    * The queue of a claim pass from the listing just made of the same proposals (a run's
    * selection), instead of listing the store a second time — once, and only while nothing was
    * committed since it began: the audit log has not grown (no transition, by any process, and no
-   * repair) and this handle began no write. A proposal that changes meanwhile is read under its
-   * claim anyway (work decided elsewhere counts as nothing); one that turns up later is the next
-   * run's, as with a fresh listing taken a moment earlier.
+   * finished repair) and this handle began no write (a commit, or a replay of a dead journal,
+   * which can stop partway with the document in place and no audit row). A proposal that changes
+   * meanwhile is read under its claim anyway; one that turns up without an audit row (a file put
+   * in place by hand, a commit of another process begun before the listing whose row is not
+   * written yet) is the next run's, as work that appears after the selection always is.
    */
   private listedQueue(query: Query): string[] | undefined {
     const listed = this.listed;
@@ -347,8 +344,7 @@ export class FileStore implements Store {
     // A listing that left out marked proposals serves only a queue that leaves out the same.
     if (listed.without !== undefined && listed.without !== query.without) return undefined;
     if (listed.audit !== this.auditSignature()) return undefined;
-    const mask = listed.without === query.without ? 0 : this.markMask(query.without);
-    return mask === 0 ? listed.ids : listed.ids.filter((_id, i) => (listed.marks[i]! & mask) === 0);
+    return listed.ids(listed.without === query.without ? 0 : this.markMask(query.without));
   }
 
   async *list(query: Query = {}): AsyncIterable<Listed> {
@@ -787,6 +783,7 @@ export class FileStore implements Store {
 
   async load(items: AsyncIterable<Dumped>): Promise<void> {
     if (await this.exists()) throw new Error(`${this.location} is not empty`);
+    this.writes++;
     this.dir(this.proposalsDir, true);
     this.dir(path.join(this.location, '.index', 'keys'), true);
     const dirs = new Set<string>([this.proposalsDir, path.join(this.location, '.index', 'keys'), this.location]);
@@ -928,6 +925,8 @@ export class FileStore implements Store {
     const dir = path.join(this.location, '.journal');
     const dead = (fresh = false) => this.journalNames(fresh).filter((name) => name.endsWith('.jsonl') && !this.ownerAlive(name.slice(0, -'.jsonl'.length)));
     if (dead().length === 0) return 0;
+    // A replay that stops partway can leave a document in place without its audit row.
+    this.writes++;
     this.dir(path.join(this.location, '.locks'), true);
     const lock = await this.owners.acquire(this.lockFile('replay.lock'), 60_000);
     let finished = 0;
@@ -1105,15 +1104,67 @@ export class FileStore implements Store {
   }
 }
 
-/** A complete listing of a query, kept for the claim pass that may follow it (`FileStore.listedQueue`). */
-interface Listing {
-  statuses: string;
-  without: string | undefined;
-  audit: string;
-  writes: number;
-  ids: string[];
-  /** Each id's marks (bit i: the store's i-th marked field). */
-  marks: number[];
+/**
+ * A listing of a query as it is read, kept for the claim pass that may follow it
+ * (`FileStore.listedQueue`): the ids side by side in one buffer (26 bytes each, not a string
+ * object each) and their marks, up to LISTING_MAX of them (a larger listing is not kept: the run
+ * it starts is long enough that listing again is a small part of it).
+ */
+class Listing {
+  private bytes = Buffer.allocUnsafe(ID_BYTES * 64);
+  private marks = new Uint32Array(64);
+  private count = 0;
+  private full = false;
+
+  constructor(
+    readonly statuses: string,
+    readonly without: string | undefined,
+    /** The audit log (`auditSignature`) and the handle's writes begun, before the listing started. */
+    readonly audit: string,
+    readonly writes: number,
+  ) {}
+
+  add(id: string, marks: number): void {
+    if (this.full) return;
+    if (this.count === LISTING_MAX || id.length !== ID_BYTES) {
+      this.full = true;
+      this.bytes = Buffer.alloc(0);
+      this.marks = new Uint32Array(0);
+      return;
+    }
+    if (this.count === this.marks.length) {
+      const bytes = Buffer.allocUnsafe(this.bytes.length * 2);
+      this.bytes.copy(bytes);
+      this.bytes = bytes;
+      const grown = new Uint32Array(this.marks.length * 2);
+      grown.set(this.marks);
+      this.marks = grown;
+    }
+    this.bytes.write(id, this.count * ID_BYTES, 'latin1');
+    this.marks[this.count++] = marks;
+  }
+
+  /** Read to its end and within bounds: worth keeping. */
+  complete(): boolean {
+    return !this.full;
+  }
+
+  /** The ids, in order, but those with any of the `mask` marks. */
+  ids(mask: number): string[] {
+    const out: string[] = [];
+    for (let i = 0; i < this.count; i++) if ((this.marks[i]! & mask) === 0) out.push(this.bytes.toString('latin1', i * ID_BYTES, (i + 1) * ID_BYTES));
+    return out;
+  }
+}
+
+/** An id's length (a ULID), and the most ids a listing keeps for a claim pass (5 MB of them). */
+const ID_BYTES = 26;
+const LISTING_MAX_DEFAULT = 200_000;
+let LISTING_MAX = LISTING_MAX_DEFAULT;
+
+/** For tests: keep listings of at most `count` ids for a claim pass. */
+export function setListingMax(count = LISTING_MAX_DEFAULT): void {
+  LISTING_MAX = count;
 }
 
 /** A query's statuses as one key (any order, any repeats): the proposals a listing and a queue are of. */

@@ -57,6 +57,30 @@ describe('a run with nothing selected', () => {
   });
 });
 
+describe('a run over the file store', () => {
+  it('lists the store once: its claim pass takes the selection it just listed', async () => {
+    const t = await testEngine();
+    const judge = t.pipeline.stages.find((stage) => stage.kind === 'judge')!;
+    const promote = t.pipeline.stages.find((stage) => stage.kind === 'promote')!;
+    for (let i = 0; i < 3; i++) {
+      const created = await t.engine.propose(proposalInput(), { stage: 'test', actor: 'cli' });
+      if (created.kind !== 'committed') throw new Error(JSON.stringify(created));
+      const confirmed = await runReviewCommand(t.engine, findReviewCommand(t.pipeline, 'confirm')!, created.id, { visibility: 'private' }, 'cli');
+      expect(confirmed.kind).toBe('committed');
+    }
+    // The store's scans (a listing of every proposal, each checked against its file).
+    const scans = vi.spyOn(t.store as unknown as { scan: () => Promise<unknown> }, 'scan');
+    const judged = await runStage(t.engine, { ...judge, then: undefined }, quietRun());
+    expect(Object.values(judged.counts).reduce((a, b) => a + b, 0)).toBe(3);
+    expect(scans).toHaveBeenCalledTimes(1);
+    // The promote stage selects by status and claims those without its stamp: the same listing serves.
+    scans.mockClear();
+    const promoted = await runStage(t.engine, promote, quietRun());
+    expect(Object.values(promoted.counts).reduce((a, b) => a + b, 0)).toBe(3);
+    expect(scans).toHaveBeenCalledTimes(1);
+  });
+});
+
 describe('the claim window', () => {
   /**
    * A run at concurrency 2 over 30 records whose work hands its slot on at once and whose commits

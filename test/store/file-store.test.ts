@@ -23,7 +23,7 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { FileStore, journalListings } from '../../engine/store/file-store.js';
+import { FileStore, journalListings, setListingMax } from '../../engine/store/file-store.js';
 import { Journal } from '../../engine/store/journal.js';
 import { directoryListingsSkipped, localFileSystem, scanReads, setCacheChunk } from '../../engine/store/proposal-index.js';
 import type { AuditRow, Store } from '../../engine/store/types.js';
@@ -1135,6 +1135,57 @@ describe('file store: a claim pass right after a listing takes its queue from it
     expect(await creating).toMatchObject({ ok: true });
   });
 
+  it('takes the audit log and its own writes as they were before the listing began', async () => {
+    // Another handle's commit while the listing is read: the listing may not hold what it did.
+    const store = await storeOf(2);
+    const other = make(store.location);
+    for await (const entry of store.index({ status: 'confirmed' })) {
+      if (entry.id !== ids[0]) continue;
+      expect(await other.create({ proposal: confirmed(ids[2]!), key: ids[2]!, audit: createdAs(ids[2]!, 'confirmed') })).toMatchObject({ ok: true });
+      dropIn(store, ids[3]!);
+    }
+    expect(await queued(store, { status: 'confirmed' })).toEqual(ids);
+
+    // This handle's own commit begun while the listing is read, its audit row not yet written.
+    const busy = await storeOf(2);
+    let creating: Promise<unknown> | undefined;
+    for await (const entry of busy.index({ status: 'confirmed' })) {
+      if (entry.id !== ids[0]) continue;
+      creating = busy.create({ proposal: confirmed(ids[2]!), key: ids[2]!, audit: createdAs(ids[2]!, 'confirmed') });
+      dropIn(busy, ids[3]!);
+    }
+    expect(await queued(busy, { status: 'confirmed' })).toEqual(expect.arrayContaining([ids[0], ids[1], ids[3]]));
+    expect(await creating).toMatchObject({ ok: true });
+  });
+
+  it("lists again after a dead run's journal was replayed, whether the replay finished or stopped partway", async () => {
+    // Finished: the commit the dead run journaled (pending → passed) lands, audit row and all.
+    const done = make();
+    const doneVersion = await seed(done);
+    crashAt(done.location, 'journaled', doneVersion, '');
+    const afterDone = make(done.location);
+    expect(await all(afterDone.index({ status: 'passed' }))).toEqual([]);
+    expect(await afterDone.recover({ sweep: true })).toBe(1);
+    expect(await queued(afterDone, { status: 'passed' })).toEqual([ID]);
+
+    // Stopped partway: the document goes into place, then the pool entry it moves cannot be moved
+    // (a file put where it goes), so no audit row is written and the journal stays.
+    const stuck = make();
+    const stuckVersion = await seed(stuck);
+    mkdirSync(path.join(stuck.location, 'approved'));
+    writeFileSync(path.join(stuck.location, 'approved', `${ID}.json`), '{"entry":1}\n');
+    const killed = crashAt(stuck.location, 'journaled', stuckVersion, `entries: [{ op: 'move', from: 'approved', to: 'archived', id: ${JSON.stringify(ID)} }]`);
+    mkdirSync(path.join(stuck.location, 'archived'), { recursive: true });
+    writeFileSync(path.join(stuck.location, 'archived', `${ID}.json`), '{"entry":2}\n');
+    const afterStuck = make(stuck.location);
+    expect(await all(afterStuck.index({ status: 'passed' }))).toEqual([]);
+    const auditBefore = readFileSync(path.join(stuck.location, 'events.jsonl'), 'utf8');
+    await afterStuck.recover({ sweep: true });
+    expect(readFileSync(path.join(stuck.location, 'events.jsonl'), 'utf8')).toBe(auditBefore);
+    expect(readdirSync(path.join(stuck.location, '.journal')).filter((name) => name.includes(`.${killed}.`))).toHaveLength(1);
+    expect(await queued(afterStuck, { status: 'passed' })).toEqual([ID]);
+  });
+
   it('takes a listing once, only when it was read to its end, and only for the same proposals', async () => {
     const store = await storeOf(2);
     await all(store.index({ status: 'confirmed' }));
@@ -1152,6 +1203,23 @@ describe('file store: a claim pass right after a listing takes its queue from it
     await all(other.index({ status: 'pending' }));
     dropIn(other, ids[2]!);
     expect(await queued(other, { status: 'confirmed' })).toEqual(ids.slice(0, 3));
+
+    // Longer than a listing is kept for (200,000 ids; here 1): listed again.
+    const long = await storeOf(2);
+    setListingMax(1);
+    try {
+      await all(long.index({ status: 'confirmed' }));
+    } finally {
+      setListingMax();
+    }
+    dropIn(long, ids[2]!);
+    expect(await queued(long, { status: 'confirmed' })).toEqual(ids.slice(0, 3));
+
+    // The same statuses, however they are written.
+    const same = await storeOf(2);
+    await all(same.index({ status: ['passed', 'confirmed', 'confirmed'] }));
+    dropIn(same, ids[2]!);
+    expect(await queued(same, { status: ['confirmed', 'passed'] })).toEqual(ids.slice(0, 2));
   });
 
   it('leaves out marked proposals a listing of all of them held, never the other way round', async () => {
@@ -1161,6 +1229,7 @@ describe('file store: a claim pass right after a listing takes its queue from it
       ok: true,
     });
     await all(store.index({ status: 'confirmed' }));
+    dropIn(store, ids[2]!); // not in the listing: a pass that listed again would take it
     expect(await queued(store, { status: 'confirmed', without: 'promoted_at' })).toEqual([ids[0]]);
 
     const other = await storeOf(1);
