@@ -166,8 +166,9 @@ export class FileStore implements Store {
    * `listedQueue`).
    */
   private listed: Listing | undefined;
-  /** Writes this handle has begun that change proposals: creates, commits, replays of a dead journal, a load. */
+  /** Writes this handle has begun that change proposals (creates, commits, replays of a dead journal, a load), and those still running. */
   private writes = 0;
+  private inFlight = 0;
   private journal: Journal | undefined;
   private recovered: Promise<number> | undefined;
   private swept = false;
@@ -300,7 +301,9 @@ export class FileStore implements Store {
   index(query: Query = {}): AsyncIterable<IndexEntry> {
     if (query.after !== undefined) return this.indexed(query);
     this.listed = undefined;
-    return this.indexed(query, undefined, new Listing(statusesOf(query), query.without, this.auditSignature(), this.writes));
+    // A write of this handle's under way may land after the scan with its audit row still to come.
+    const audit = this.inFlight === 0 ? this.auditSignature() : undefined;
+    return this.indexed(query, undefined, audit === undefined ? undefined : new Listing(statusesOf(query), query.without, audit, this.writes));
   }
 
   /** `listing`: filled with what is yielded, and kept for the claim pass that may follow when the caller reads to the end. */
@@ -321,10 +324,14 @@ export class FileStore implements Store {
     if (listing?.complete()) this.listed = listing;
   }
 
-  /** The audit log's identity and size: every committed transition, by any process, appends to it. */
-  private auditSignature(): string {
-    const stat = lstatSync(path.join(this.location, AUDIT_FILE), { throwIfNoEntry: false });
-    return stat ? `${stat.dev}:${stat.ino}:${stat.size}:${stat.mode}` : '';
+  /** The audit log's identity and size (every committed transition, by any process, appends to it); undefined when it cannot be looked at. */
+  private auditSignature(): string | undefined {
+    try {
+      const stat = lstatSync(path.join(this.location, AUDIT_FILE), { throwIfNoEntry: false });
+      return stat ? `${stat.dev}:${stat.ino}:${stat.size}:${stat.mode}` : '';
+    } catch {
+      return undefined; // the store is not a directory, or cannot be searched: the listing says so
+    }
   }
 
   /**
@@ -332,10 +339,12 @@ export class FileStore implements Store {
    * selection), instead of listing the store a second time — once, and only while nothing was
    * committed since it began: the audit log has not grown (no transition, by any process, and no
    * finished repair) and this handle began no write (a commit, or a replay of a dead journal,
-   * which can stop partway with the document in place and no audit row). A proposal that changes
+   * which can stop partway with the document in place and no audit row) — and none of its writes
+   * was running when the listing began (`index` keeps none then). A proposal that changes
    * meanwhile is read under its claim anyway; one that turns up without an audit row (a file put
-   * in place by hand, a commit of another process begun before the listing whose row is not
-   * written yet) is the next run's, as work that appears after the selection always is.
+   * in place by hand, another process's commit whose row is not written yet, or that was killed
+   * or whose replay stopped between its document and its row) is the next run's, as work that
+   * appears after the selection always is.
    */
   private listedQueue(query: Query): string[] | undefined {
     const listed = this.listed;
@@ -497,10 +506,20 @@ export class FileStore implements Store {
   // ---------------------------------------------------------------- writing
 
   /** Before this process's first write: finish what dead writers left unfinished. */
+  /** A write that changes proposals, counted while it runs (see `index`) and once begun (`writes`). */
+  private async writing<T>(body: () => Promise<T>): Promise<T> {
+    this.inFlight++;
+    this.writes++;
+    try {
+      return await body();
+    } finally {
+      this.inFlight--;
+    }
+  }
+
   private async beforeWrite(): Promise<void> {
     // Temp files made ahead by another thread (temp-supply.ts); PIPELINE_TEMP_SUPPLY=off measures without.
     if (process.env['PIPELINE_TEMP_SUPPLY'] !== 'off') this.stopSupply ??= useTempSupply(this.location, this.owners.name);
-    this.writes++;
     this.recovered ??= this.replayDead();
     await this.recovered;
   }
@@ -553,6 +572,10 @@ export class FileStore implements Store {
   }
 
   async create(input: NewProposal): Promise<CreateResult> {
+    return this.writing(() => this.createNow(input));
+  }
+
+  private async createNow(input: NewProposal): Promise<CreateResult> {
     const { proposal, key, audit } = input;
     const id = proposal.id;
     assertId(id);
@@ -589,6 +612,10 @@ export class FileStore implements Store {
   }
 
   async commit(change: Change): Promise<CommitResult> {
+    return this.writing(() => this.commitNow(change));
+  }
+
+  private async commitNow(change: Change): Promise<CommitResult> {
     const { id } = change;
     const file = this.proposalFile(id);
     if (change.audit.length === 0) throw new Error('a commit records at least one audit row');
@@ -922,11 +949,14 @@ export class FileStore implements Store {
 
   /** Replay and remove the journals of dead processes, one replayer at a time. Returns the commits finished. */
   private async replayDead(): Promise<number> {
-    const dir = path.join(this.location, '.journal');
     const dead = (fresh = false) => this.journalNames(fresh).filter((name) => name.endsWith('.jsonl') && !this.ownerAlive(name.slice(0, -'.jsonl'.length)));
     if (dead().length === 0) return 0;
     // A replay that stops partway can leave a document in place without its audit row.
-    this.writes++;
+    return this.writing(() => this.replayDeadNow(dead));
+  }
+
+  private async replayDeadNow(dead: (fresh?: boolean) => string[]): Promise<number> {
+    const dir = path.join(this.location, '.journal');
     this.dir(path.join(this.location, '.locks'), true);
     const lock = await this.owners.acquire(this.lockFile('replay.lock'), 60_000);
     let finished = 0;
@@ -1157,7 +1187,7 @@ class Listing {
   }
 }
 
-/** An id's length (a ULID), and the most ids a listing keeps for a claim pass (5 MB of them). */
+/** An id's length (a ULID), and the most ids a listing keeps for a claim pass (with their marks, at most 8 MB). */
 const ID_BYTES = 26;
 const LISTING_MAX_DEFAULT = 200_000;
 let LISTING_MAX = LISTING_MAX_DEFAULT;

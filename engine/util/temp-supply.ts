@@ -22,7 +22,7 @@
  */
 import { closeSync, type Dirent, fstatSync, lstatSync, mkdirSync, opendirSync, readFileSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { processSuffix, unlinkQuietly } from './temp-names.js';
+import { supplySuffix, unlinkQuietly } from './temp-names.js';
 import type { Worker } from 'node:worker_threads';
 
 /** Temp files asked for before a supply starts its thread. */
@@ -279,7 +279,7 @@ export class TempSupply {
         return false;
       }
     }
-    const names = Array.from({ length: BATCH }, () => `.supply.${process.pid}.${(++named).toString(36)}${processSuffix}.tmp`);
+    const names = Array.from({ length: BATCH }, () => `.supply.${process.pid}.${(++named).toString(36)}${supplySuffix}.tmp`);
     lane.filling = true;
     this.worker!.postMessage({ lane: this.lanes.indexOf(lane), dirs: [path.dirname(this.own), this.own, lane.dir], names });
     return true;

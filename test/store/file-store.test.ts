@@ -1156,6 +1156,48 @@ describe('file store: a claim pass right after a listing takes its queue from it
     }
     expect(await queued(busy, { status: 'confirmed' })).toEqual(expect.arrayContaining([ids[0], ids[1], ids[3]]));
     expect(await creating).toMatchObject({ ok: true });
+
+    // One begun before the listing and still running when the pass starts (held before it writes
+    // anything): the listing is not kept at all, so the pass lists again.
+    const early = await storeOf(2);
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const held = early as unknown as { apply: (...args: unknown[]) => Promise<unknown> };
+    const apply = held.apply.bind(early);
+    held.apply = async (...args: unknown[]) => {
+      await gate;
+      return apply(...args);
+    };
+    const started = early.create({ proposal: confirmed(ids[2]!), key: ids[2]!, audit: createdAs(ids[2]!, 'confirmed') });
+    await all(early.index({ status: 'confirmed' }));
+    dropIn(early, ids[3]!);
+    expect(await queued(early, { status: 'confirmed' })).toEqual([ids[0], ids[1], ids[3]]);
+    release();
+    expect(await started).toMatchObject({ ok: true });
+  });
+
+  it('lists again after a load (a copy writes proposals with no audit row), and after the store is closed', async () => {
+    const target = make();
+    expect(await all(target.index({ status: 'confirmed' }))).toEqual([]);
+    async function* copied() {
+      yield { kind: 'proposal' as const, id: ids[0]!, key: ids[0]!, text: `${JSON.stringify(confirmed(ids[0]!), null, 2)}\n` };
+    }
+    await target.load(copied());
+    expect(await queued(target, { status: 'confirmed' })).toEqual([ids[0]]);
+
+    const closed = await storeOf(2);
+    await all(closed.index({ status: 'confirmed' }));
+    await closed.close();
+    dropIn(closed, ids[2]!);
+    expect(await queued(closed, { status: 'confirmed' })).toEqual(ids.slice(0, 3));
+  });
+
+  it('still throws nothing at the call when the store cannot be looked at (the listing says why when read)', async () => {
+    const file = path.join(tempDir('pipeline-store-'), 'not-a-directory');
+    writeFileSync(file, '');
+    const store = make(file);
+    const listing = store.index({ status: 'confirmed' });
+    await expect(all(listing)).rejects.toThrow(/ENOTDIR/);
   });
 
   it("lists again after a dead run's journal was replayed, whether the replay finished or stopped partway", async () => {

@@ -3,7 +3,8 @@ import { spawnSync } from 'node:child_process';
 import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { install, writeFileAtomic, writeTemp } from '../../engine/util/atomic-write.js';
+import { install, tempName, writeFileAtomic, writeTemp } from '../../engine/util/atomic-write.js';
+import { processSuffix, supplySuffix } from '../../engine/util/temp-names.js';
 import { sweepTempSupplies, takeSupplied, useTempSupply } from '../../engine/util/temp-supply.js';
 import { sweepTemps } from '../../engine/store/files.js';
 import { BIN, ROOT, tempDir } from '../helpers.js';
@@ -185,6 +186,19 @@ describe('temp files made ahead', () => {
     expect(planted).toBeGreaterThan(0);
     for (let i = next; i < next + 40; i++) await writeFileAtomic(path.join(root, 'proposals', `${i}.json`), `{"n":${i}}\n`);
     for (let i = next; i < next + 40; i++) expect(readFileSync(path.join(root, 'proposals', `${i}.json`), 'utf8')).toBe(`{"n":${i}}\n`);
+  });
+
+  it('never names a temp file as an atomic write names one for a target called `supply`', async () => {
+    // Both are `.supply.<pid>.<counter><suffix>.tmp`; the suffixes differ in their first digit.
+    expect(supplySuffix).toMatch(/^[0-9a-f]{6}$/);
+    expect(supplySuffix[0]).not.toBe(processSuffix[0]);
+    expect(supplySuffix.slice(1)).toBe(processSuffix.slice(1));
+    const dir = tempDir();
+    mkdirSync(path.join(dir, 'proposals'));
+    supplied(dir);
+    const { temp } = await writeUntilSupplied(path.join(dir, 'proposals'));
+    expect(path.basename(temp).endsWith(`${supplySuffix}.tmp`)).toBe(true);
+    expect(path.basename(tempName(path.join(dir, 'proposals', 'supply'))).endsWith(`${processSuffix}.tmp`)).toBe(true);
   });
 
   it('a mode other than the default is never served', async () => {
