@@ -16,7 +16,7 @@ import type { Env } from './interpolate.js';
 import { assemblePipeline, type NamedSchema, type Pipeline, registerInline, type Sources, type ValidConfig, withRubricDefaults } from './load.js';
 import { PIPELINE_FILE } from './locate.js';
 import { prebuildSchemas } from './prebuild.js';
-import { readConfigTexts, type ConfigTexts } from './read.js';
+import { readConfigTexts, takeParsed, type ConfigTexts } from './read.js';
 import { SchemaRegistry } from './schema-registry.js';
 import { issueAt, type SourceFile } from './source.js';
 import type { MachineDef, PipelineDef, Rubric, StageDef } from './types.js';
@@ -94,7 +94,12 @@ export function buildPipeline(
   const sources: Sources = { stages: new Map(), rubrics: new Map(), schemas: new Map() };
 
   const warnings: Issue[] = [];
-  const main = checkYamlFile<PipelineDef>(PIPELINE_FILE, texts.get(PIPELINE_FILE), validators.pipeline, env, { tolerate: unusedProviderTolerance(texts, env) });
+  const mainText = texts.get(PIPELINE_FILE);
+  const parsed = takeParsed(texts, PIPELINE_FILE, mainText);
+  const main = checkYamlFile<PipelineDef>(PIPELINE_FILE, mainText, validators.pipeline, env, {
+    tolerate: unusedProviderTolerance(texts, env),
+    ...(parsed ? { parsed } : {}),
+  });
   for (const issue of main.issues) (issue.severity === 'warning' ? warnings : issues).push(issue);
   if (main.source) sources.pipeline = main.source;
   const def = main.data;

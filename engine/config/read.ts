@@ -1,12 +1,25 @@
 /** Configuration I/O: read every file pipeline.yaml names. */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { isMap, parseDocument } from 'yaml';
+import { isMap } from 'yaml';
+import type { Issue } from '../errors.js';
 import { interpolate, type Env } from './interpolate.js';
 import { PIPELINE_FILE } from './locate.js';
+import { parseSource, type SourceFile } from './source.js';
 
 /** The raw text of each configuration file, keyed by its path relative to the pipeline directory. */
 export type ConfigTexts = Map<string, string | { error: string }>;
+
+/** pipeline.yaml as `readConfigTexts` parsed it, for the validation step to take once (`takeParsed`). */
+const parsedFiles = new WeakMap<ConfigTexts, { source: SourceFile; issues: Issue[] }>();
+
+/** The parse of `file` that reading `texts` made of `text`, once; undefined when there is none (then parse it). */
+export function takeParsed(texts: ConfigTexts, file: string, text: unknown): { source: SourceFile; issues: Issue[] } | undefined {
+  const parsed = parsedFiles.get(texts);
+  if (!parsed || parsed.source.file !== file || parsed.source.text !== text) return undefined;
+  parsedFiles.delete(texts);
+  return parsed;
+}
 
 function readOne(dir: string, relative: string, texts: ConfigTexts): void {
   if (texts.has(relative)) return;
@@ -34,14 +47,12 @@ export function readConfigTexts(dir: string, env: Env): ConfigTexts {
   readOne(dir, PIPELINE_FILE, texts);
   const main = texts.get(PIPELINE_FILE);
   if (typeof main !== 'string') return texts;
-  const doc = parseDocument(main);
-  if (doc.errors.length || !isMap(doc.contents)) return texts;
-  let data: Record<string, unknown>;
-  try {
-    data = doc.toJS({ maxAliasCount: 100 }) as Record<string, unknown>;
-  } catch {
-    return texts; // reported, with its position, by the validation step
-  }
+  // Parsed once, with positions: the validation step takes this parse rather than making another.
+  const parsed = parseSource(PIPELINE_FILE, main);
+  parsedFiles.set(texts, parsed);
+  // Not a map, or not YAML: reported, with its position, by the validation step.
+  if (parsed.issues.length || !isMap(parsed.source.doc.contents)) return texts;
+  const data = parsed.source.data as Record<string, unknown>;
   for (const key of ['machine', 'stages', 'rubrics', 'schemas']) {
     for (const file of stringsAt(data, key)) {
       let name: string;

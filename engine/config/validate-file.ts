@@ -32,6 +32,8 @@ export interface CheckOptions {
    * of the part to drop (with the warning's words), or undefined when the value is needed.
    */
   tolerate?: (path: readonly string[]) => { drop: string[]; why: string } | undefined;
+  /** The file already parsed (from this very text), to be used rather than parsed again. */
+  parsed?: { source: SourceFile; issues: Issue[] };
 }
 
 export function checkYamlFile<T>(
@@ -44,7 +46,7 @@ export function checkYamlFile<T>(
   if (text === undefined || typeof text !== 'string') {
     return { issues: [{ code: 'config.unreadable', severity: 'error', file, message: `cannot read ${file}: ${text?.error ?? 'file not found'}` }] };
   }
-  const { source, issues } = parseSource(file, text);
+  const { source, issues } = options.parsed ?? parseSource(file, text);
   if (issues.length) return { source, issues };
   const interpolation = interpolateSourceAt(source, env);
   const tolerated = interpolation.map((located) => ({ located, drop: located.unset ? options.tolerate?.(located.path) : undefined }));
