@@ -19,7 +19,11 @@ export interface SourceFile {
 export type JsonPointer = readonly (string | number)[];
 
 /** Parse YAML text. Syntax errors come back as positioned issues; `data` is undefined then. */
+/** For tests: how many files `parseSource` has parsed in this process. */
+export const sourceParses = { count: 0 };
+
 export function parseSource(file: string, text: string): { source: SourceFile; issues: Issue[] } {
+  sourceParses.count++;
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, strict: true });
   // The line that is wrong, in plain words, and nothing the parser said after losing its way.
