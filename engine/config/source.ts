@@ -18,10 +18,10 @@ export interface SourceFile {
 
 export type JsonPointer = readonly (string | number)[];
 
-/** Parse YAML text. Syntax errors come back as positioned issues; `data` is undefined then. */
 /** For tests: how many files `parseSource` has parsed in this process. */
 export const sourceParses = { count: 0 };
 
+/** Parse YAML text. Syntax errors come back as positioned issues; `data` is undefined then. */
 export function parseSource(file: string, text: string): { source: SourceFile; issues: Issue[] } {
   sourceParses.count++;
   const lines = new LineCounter();

@@ -505,7 +505,6 @@ export class FileStore implements Store {
 
   // ---------------------------------------------------------------- writing
 
-  /** Before this process's first write: finish what dead writers left unfinished. */
   /** A write that changes proposals, counted while it runs (see `index`) and once begun (`writes`). */
   private async writing<T>(body: () => Promise<T>): Promise<T> {
     this.inFlight++;
@@ -517,6 +516,7 @@ export class FileStore implements Store {
     }
   }
 
+  /** Before this process's first write: finish what dead writers left unfinished. */
   private async beforeWrite(): Promise<void> {
     // Temp files made ahead by another thread (temp-supply.ts); PIPELINE_TEMP_SUPPLY=off measures without.
     if (process.env['PIPELINE_TEMP_SUPPLY'] !== 'off') this.stopSupply ??= useTempSupply(this.location, this.owners.name);
