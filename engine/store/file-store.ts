@@ -1086,7 +1086,7 @@ export class FileStore implements Store {
       return { leases };
     }
     // The queue's ids are listed once per pass (a claim without `after` starts a pass).
-    const name = `${stage}\u0000${[queue.query.status ?? []].flat().join(',')}\u0000${queue.query.without ?? ''}`;
+    const name = `${stage}\u0000${statusesOf(queue.query)}\u0000${queue.query.without ?? ''}`;
     let ids = this.queues.get(name);
     if (!ids || queue.query.after === undefined) {
       ids = queue.query.after === undefined ? this.listedQueue(queue.query) : undefined;

@@ -408,13 +408,9 @@ export function sweepTempSupplies(tmp: string, alive: (owner: string) => boolean
   let names: string[];
   try {
     if (!lstatSync(tmp).isDirectory()) return 0;
-    names = [];
-    const listing = opendirSync(tmp);
-    try {
-      for (let entry = listing.readSync(); entry !== null; entry = listing.readSync()) if (SUPPLY_DIR.test(entry.name)) names.push(entry.name);
-    } finally {
-      listing.closeSync();
-    }
+    names = entries(tmp)
+      .map((entry) => entry.name)
+      .filter((name) => SUPPLY_DIR.test(name));
   } catch {
     return 0;
   }
