@@ -288,13 +288,19 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
     // A run that died while this one ran may have left a commit half-applied: finish it now.
     await engine.store.recover();
     // Work another run held is retried at the end (that run may have finished it, or died);
-    // what is still held after a short grace is reported, never silently skipped.
+    // what is still held after a short grace is reported, never silently skipped. Of a query's
+    // units, a retry claims those still held right before it: a dead holder's lapsed lease is
+    // taken over, a live one's waits. What the holder finished (or gave up) during the pause is
+    // its run's to report: claiming it only to read it done cost a claim, a read and a release
+    // each — at the end of four PostgreSQL workers' runs, a few dozen of them and three more
+    // sessions per worker.
     const deadline = Date.now() + (options.heldGraceMs ?? 2000);
     let delay = 20;
+    const stillHeld = async () => ('keys' in queue ? queue.keys : await engine.store.held(stage.name, queue));
+    let held = await stillHeld();
     for (;;) {
       if (aborted() || limitReached()) break;
-      const held = await engine.store.held(stage.name, queue);
-      const pending = ('keys' in queue ? queue.keys : held).filter((key) => !seen.has(key));
+      const pending = held.filter((key) => !seen.has(key));
       if (pending.length === 0) break;
       if (Date.now() >= deadline) {
         for (const key of pending) {
@@ -306,7 +312,10 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
       }
       await sleep(Math.min(delay, Math.max(0, deadline - Date.now())));
       delay = Math.min(delay * 2, 50);
-      await pass({ keys: pending });
+      held = await stillHeld();
+      const now = new Set(held);
+      const retry = pending.filter((key) => now.has(key));
+      if (retry.length > 0) await pass({ keys: retry });
     }
   } finally {
     clearInterval(renewal);

@@ -17,10 +17,15 @@
  * 1.10–1.11 × ideal down to 1.08.
  */
 import { describe, expect, it, vi } from 'vitest';
+import { Engine } from '../../engine/engine.js';
 import { runBatch, type StageRun } from '../../engine/runner/driver.js';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
 import { runStage } from '../../engine/stages/index.js';
-import { proposalInput, quietRun, testEngine } from '../helpers.js';
+import { MemoryStore } from '../../engine/store/memory-store.js';
+import { storeLayout } from '../../engine/store/open.js';
+import type { Lease } from '../../engine/store/types.js';
+import { ulidGenerator } from '../../engine/util/ids.js';
+import { fixedClock, proposalInput, quietRun, shippedPipeline, testEngine } from '../helpers.js';
 
 /** A stage kind over plain records whose work is `work` (no plan, one outcome: done). */
 function recordsKind(items: readonly string[], work: StageRun<string>['work']): StageRun<string> {
@@ -176,5 +181,80 @@ describe('the commit phase', () => {
     expect(summary.counts['done']).toBe(3);
     expect(events.indexOf('b request sent')).toBeLessThan(events.indexOf('a commit'));
     expect(events.indexOf('c request sent')).toBeLessThan(events.indexOf('b commit'));
+  });
+});
+
+describe('work another run holds at the end of a run', () => {
+  /**
+   * Two confirmed proposals on a memory store, one of them claimed by another handle (another
+   * run); a judge run over them whose first `held` (when its pass is done) is followed by
+   * `meanwhile` — what the other run does during the run's pause. Returns the run's summary, the
+   * keys of each claim it made by key, the two ids and a reader of their status.
+   */
+  async function heldAtTheEnd(meanwhile: (other: { store: MemoryStore; engine: Engine; lease: Lease; id: string }) => Promise<void>, heldGraceMs = 2000) {
+    const pipeline = await shippedPipeline();
+    const store = new MemoryStore(storeLayout(pipeline));
+    const engine = new Engine({ pipeline, store, clock: fixedClock(), ids: ulidGenerator() });
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const created = await engine.propose(proposalInput(), { stage: 'test', actor: 'cli' });
+      if (created.kind !== 'committed') throw new Error(JSON.stringify(created));
+      const confirmed = await runReviewCommand(engine, findReviewCommand(pipeline, 'confirm')!, created.id, { visibility: 'private' }, 'cli');
+      expect(confirmed.kind).toBe('committed');
+      ids.push(created.id);
+    }
+    const judge = pipeline.stages.find((stage) => stage.kind === 'judge')!;
+    const otherStore = store.reopen();
+    const otherEngine = new Engine({ pipeline, store: otherStore, clock: fixedClock(), ids: ulidGenerator() });
+    const { leases } = await otherStore.claim(judge.name, { keys: [ids[0]!] }, 1, 60_000);
+    expect(leases).toHaveLength(1);
+    const held = store.held.bind(store);
+    let asked = 0;
+    vi.spyOn(store, 'held').mockImplementation(async (...args) => {
+      const answer = await held(...args);
+      if (++asked === 1) await meanwhile({ store: otherStore, engine: otherEngine, lease: leases[0]!, id: ids[0]! });
+      return answer;
+    });
+    const claim = vi.spyOn(store, 'claim');
+    const summary = await runStage(engine, { ...judge, then: undefined }, quietRun({ heldGraceMs }));
+    const byKey = claim.mock.calls.flatMap(([, queue]) => ('keys' in queue ? [[...queue.keys]] : []));
+    const status = async (id: string) => {
+      const read = await store.read(id);
+      return read.kind === 'found' ? read.stored.proposal.status : read.kind;
+    };
+    return { summary, byKey, ids, status };
+  }
+
+  it('does not claim what the other run finished during the pause (it is that run’s to report)', async () => {
+    const { summary, byKey, ids, status } = await heldAtTheEnd(async ({ store: other, engine, lease, id }) => {
+      // The other run moves the proposal on and lets go of it.
+      const moved = await runReviewCommand(engine, findReviewCommand(engine.pipeline, 'unconfirm')!, id, {}, 'cli');
+      expect(moved.kind).toBe('committed');
+      await other.release([lease]);
+    });
+    expect(byKey).toEqual([]);
+    expect(summary.counts['held_by_another_run'] ?? 0).toBe(0);
+    expect(summary.counts['approved']).toBe(1);
+    expect(summary.unjudged).toEqual([]);
+    expect(await status(ids[0]!)).toBe('pending');
+    expect(await status(ids[1]!)).toBe('approved');
+  });
+
+  it('takes over what the other run still holds once its lease lapses, and judges it', async () => {
+    const { summary, byKey, ids, status } = await heldAtTheEnd(async ({ store: other, lease }) => {
+      other.expireLease(lease); // as if its holder died
+    });
+    expect(byKey).toEqual([[ids[0]]]);
+    expect(summary.unjudged).toEqual([]);
+    for (const id of ids) expect(await status(id)).toBe('approved');
+  });
+
+  it('reports what the other run still holds after the grace, without claiming it from under it', async () => {
+    const { summary, byKey, ids, status } = await heldAtTheEnd(async () => undefined, 200);
+    // Asked by key while it was held (the claim is refused), never taken.
+    expect(byKey.every((keys) => keys.length === 1 && keys[0] === ids[0])).toBe(true);
+    expect(summary.counts).toMatchObject({ held_by_another_run: 1 });
+    expect(summary.unjudged).toEqual([ids[0]]);
+    expect(await status(ids[0]!)).toBe('confirmed');
   });
 });
