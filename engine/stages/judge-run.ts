@@ -8,6 +8,7 @@ import type { JudgeStageDef } from '../config/types.js';
 import type { Engine } from '../engine.js';
 import type { ProviderSource } from '../providers/index.js';
 import { judgeBatchPlan, type ItemPlan } from '../runner/plan.js';
+import { tallyOf } from '../store/tally.js';
 import type { Classified, StageRun } from '../runner/driver.js';
 import { followUpOf } from './follow-up.js';
 import { checkJudgeable, judgePanel, planFor, thenStage, type JudgeResult } from './judge.js';
@@ -66,11 +67,7 @@ export function judgeRun(engine: Engine, stage: JudgeStageDef, providers: Provid
     noun: 'proposal',
     retryLabel: 'could not be judged',
     async select() {
-      let total = 0;
-      for await (const entry of engine.store.index({ status: stage.from })) {
-        if (entry.status === null) continue;
-        total++;
-      }
+      const total = (await tallyOf(engine.store, { status: stage.from })).reduce((sum, tally) => sum + tally.count, 0);
       return { units: { query: { status: stage.from } }, total };
     },
     mustPlan: (options) => paid || options.dryRun,

@@ -5,6 +5,7 @@
 import type { PromoteStageDef } from '../config/types.js';
 import type { Engine } from '../engine.js';
 import { emptyPlan } from '../runner/plan.js';
+import { tallyOf } from '../store/tally.js';
 import type { StageRun } from '../runner/driver.js';
 import { promotableStates, promote, recordKind } from './promote.js';
 import { malformedFileNote } from '../outcome.js';
@@ -19,12 +20,12 @@ export function promoteRun(engine: Engine, stage: PromoteStageDef): StageRun<str
     async select() {
       const counted: Record<string, number> = {};
       let total = 0;
-      for await (const entry of engine.store.index({ status: states })) {
-        if (entry.status === null) continue;
-        if (entry.marks.includes(stage.stamp)) {
-          const kind = `already_${recordKind(stage, entry.status)}`;
-          counted[kind] = (counted[kind] ?? 0) + 1;
-        } else total++;
+      for (const tally of await tallyOf(engine.store, { status: states }, stage.stamp)) {
+        if (tally.marked > 0) {
+          const kind = `already_${recordKind(stage, tally.status)}`;
+          counted[kind] = (counted[kind] ?? 0) + tally.marked;
+        }
+        total += tally.count - tally.marked;
       }
       return { units: { query: { status: states, without: stage.stamp } }, counted, total };
     },

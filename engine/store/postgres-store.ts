@@ -38,6 +38,7 @@ import {
   type Query,
   type Queue,
   type ReadResult,
+  type StatusTally,
   type Store,
   type StoreLayout,
   wrongId,
@@ -573,6 +574,20 @@ export class PostgresStore implements Store {
       if (rows.length < PAGE) return;
       after = rows[rows.length - 1]!.id;
     }
+  }
+
+  async tally(query: Query, mark?: string): Promise<StatusTally[]> {
+    if (!(await this.exists())) return [];
+    const values: unknown[] = [];
+    const where = this.conditions(query, values);
+    values.push(mark ?? null);
+    // By the (status, id) index; the marks only of the rows it finds.
+    const { rows } = await this.query<{ status: string; count: string; marked: string }>(
+      `SELECT status, count(*) AS count, count(*) FILTER (WHERE $${values.length}::text = ANY(marks)) AS marked
+         FROM ${this.t('proposals')} WHERE ${where.join(' AND ')} GROUP BY status`,
+      values,
+    );
+    return rows.map((row) => ({ status: row.status, count: Number(row.count), marked: Number(row.marked) }));
   }
 
   async counts(states: readonly string[]): Promise<Counts> {

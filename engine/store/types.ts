@@ -56,6 +56,13 @@ export interface Query {
   after?: string;
 }
 
+/** Of the proposals a query matches, those of one status, and how many of them carry a mark. */
+export interface StatusTally {
+  status: string;
+  count: number;
+  marked: number;
+}
+
 export interface Counts {
   counts: Record<string, number>;
   malformed: string[];
@@ -162,6 +169,13 @@ export interface Store {
   /** The index entries matching `query`, in id order, without reading the documents. */
   index(query?: Query): AsyncIterable<IndexEntry>;
   counts(states: readonly string[]): Promise<Counts>;
+  /**
+   * How many proposals `query` matches, by status, and how many of each carry the marked field
+   * `mark` — counted where they are kept, without listing them (`tallyOf` is the way to ask).
+   * Malformed documents are not counted. Optional: a store that can count only by listing leaves
+   * it out, and `tallyOf` lists; the file store keeps that listing for the run's first claim.
+   */
+  tally?(query: Query, mark?: string): Promise<StatusTally[]>;
 
   /** Is this source key handled: taken by a proposal, or recorded in a declining ledger? */
   keyHandled(key: string): Promise<{ by: 'proposal'; id: string } | { by: 'ledger' } | undefined>;

@@ -5,7 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { AuditRow, Change, EntryWrite, Lease, Store, StoreLayout } from '../../engine/store/types.js';
+import { tallyOf } from '../../engine/store/tally.js';
+import type { AuditRow, Change, EntryWrite, Lease, Query, Store, StoreLayout } from '../../engine/store/types.js';
 
 export interface ContractHooks {
   /** A fresh, empty store with `layout`. */
@@ -356,6 +357,27 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         expect((await all(store.index({ status: 'approved' }))).map((entry) => entry.id)).toEqual([A, B]);
         expect((await all(store.index({ status: 'approved', without: 'promoted_at' }))).map((entry) => entry.id)).toEqual([B]);
         expect((await all(store.index({ status: 'approved' })))[0]).toEqual({ id: A, status: 'approved', marks: ['promoted_at'] });
+      });
+
+      it('tallies what a query matches by status and by a mark (tallyOf: the store counts, or its index is listed), malformed ones apart', async () => {
+        const store = await make();
+        await created(store, A, 'approved', 'k0', { promoted_at: '2026-11-01T00:00:00Z' });
+        await created(store, B, 'approved', 'k1');
+        await created(store, C, 'rejected', 'k2', { promoted_at: '2026-11-01T00:00:00Z' });
+        await hooks.corrupt(store, D, '{"status": "approved"');
+        const tallied = async (query: Query, mark?: string) => (await tallyOf(store, query, mark)).sort((a, b) => (a.status < b.status ? -1 : 1));
+        expect(await tallied({ status: ['approved', 'rejected'] }, 'promoted_at')).toEqual([
+          { status: 'approved', count: 2, marked: 1 },
+          { status: 'rejected', count: 1, marked: 1 },
+        ]);
+        expect(await tallied({ status: 'approved' })).toEqual([{ status: 'approved', count: 2, marked: 0 }]);
+        expect(await tallied({ status: 'approved', without: 'promoted_at' }, 'promoted_at')).toEqual([{ status: 'approved', count: 1, marked: 0 }]);
+        expect(await tallied({ status: 'approved', after: A })).toEqual([{ status: 'approved', count: 1, marked: 0 }]);
+        expect(await tallied({}, 'promoted_at')).toEqual([
+          { status: 'approved', count: 2, marked: 1 },
+          { status: 'rejected', count: 1, marked: 1 },
+        ]);
+        expect(await tallied({ status: 'pending' })).toEqual([]);
       });
 
       it('reports a malformed proposal by id and never counts it or lists it as a proposal', async () => {
