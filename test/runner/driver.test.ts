@@ -18,12 +18,14 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { Engine } from '../../engine/engine.js';
+import { Providers } from '../../engine/providers/index.js';
 import { runBatch, type StageRun } from '../../engine/runner/driver.js';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
-import { runStage } from '../../engine/stages/index.js';
+import { runStage, stageRun } from '../../engine/stages/index.js';
 import { MemoryStore } from '../../engine/store/memory-store.js';
+import { tallyOf } from '../../engine/store/tally.js';
 import { storeLayout } from '../../engine/store/open.js';
-import type { Lease } from '../../engine/store/types.js';
+import type { Lease, Query } from '../../engine/store/types.js';
 import { ulidGenerator } from '../../engine/util/ids.js';
 import { fixedClock, proposalInput, quietRun, shippedPipeline, testEngine } from '../helpers.js';
 
@@ -256,5 +258,53 @@ describe('work another run holds at the end of a run', () => {
     expect(summary.counts).toMatchObject({ held_by_another_run: 1 });
     expect(summary.unjudged).toEqual([ids[0]]);
     expect(await status(ids[0]!)).toBe('confirmed');
+  });
+});
+
+describe('a run’s selection', () => {
+  it('is counted by a store that tallies, without a listing of the queue; a store that does not is listed', async () => {
+    const pipeline = await shippedPipeline();
+    const store = new MemoryStore(storeLayout(pipeline));
+    const engine = new Engine({ pipeline, store, clock: fixedClock(), ids: ulidGenerator() });
+    const judge = pipeline.stages.find((stage) => stage.kind === 'judge')!;
+    const promote = pipeline.stages.find((stage) => stage.kind === 'promote')!;
+    const confirm = async () => {
+      const created = await engine.propose(proposalInput(), { stage: 'test', actor: 'cli' });
+      if (created.kind !== 'committed') throw new Error(JSON.stringify(created));
+      expect((await runReviewCommand(engine, findReviewCommand(pipeline, 'confirm')!, created.id, { visibility: 'private' }, 'cli')).kind).toBe('committed');
+    };
+    // One approved and promoted, two approved and not promoted yet, three confirmed.
+    await confirm();
+    await runStage(engine, judge, quietRun());
+    for (let i = 0; i < 2; i++) await confirm();
+    await runStage(engine, { ...judge, then: undefined }, quietRun());
+    for (let i = 0; i < 3; i++) await confirm();
+    const providers = new Providers(pipeline, { env: {}, now: () => engine.now(), concurrency: 2 });
+    const selections = async () => ({
+      judge: await stageRun(engine, judge, providers).select(quietRun()),
+      promote: await stageRun(engine, promote, providers).select(quietRun()),
+    });
+    const index = vi.spyOn(store, 'index');
+    const listed = await selections();
+    expect(index).toHaveBeenCalledTimes(2);
+    expect(listed.judge.total).toBe(3);
+    expect(listed.promote).toMatchObject({ total: 2, counted: { already_promoted: 1 } });
+
+    // The same store, counting where it keeps them (as PostgreSQL does): asked once per selection,
+    // and nothing is listed.
+    const asked: Query[] = [];
+    const counter = store.reopen();
+    Object.defineProperty(store, 'tally', {
+      value: (query: Query, mark?: string) => {
+        asked.push(query);
+        return tallyOf(counter, query, mark);
+      },
+    });
+    index.mockClear();
+    const tallied = await selections();
+    expect(index).not.toHaveBeenCalled();
+    expect(asked).toHaveLength(2);
+    expect(tallied.judge.total).toBe(3);
+    expect(tallied.promote).toMatchObject({ total: 2, counted: { already_promoted: 1 } });
   });
 });
