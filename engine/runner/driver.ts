@@ -288,20 +288,17 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
     // A run that died while this one ran may have left a commit half-applied: finish it now.
     await engine.store.recover();
     // Work another run held is retried at the end (that run may have finished it, or died);
-    // what is still held after a short grace is reported, never silently skipped. Of a query's
-    // units, a retry claims those still held right before it: a dead holder's lapsed lease is
-    // taken over, a live one's waits. What the holder finished (or gave up) during the pause is
-    // its run's to report: claiming it only to read it done cost a claim, a read and a release
-    // each — at the end of four PostgreSQL workers' runs, a few dozen of them and three more
-    // sessions per worker.
+    // what is still held after a short grace is reported, never silently skipped. A retry claims
+    // what is still held right before it: a dead holder's lapsed lease is taken over, a live
+    // one's waits. What the holder finished (or gave up) during the pause is its run's to report:
+    // claiming it only to read it done cost a claim, a read and a release each — at the end of
+    // four PostgreSQL workers' runs, a few dozen of them and three more sessions per worker.
+    // An interrupted run, or one at its --limit, asks nothing more.
     const deadline = Date.now() + (options.heldGraceMs ?? 2000);
     let delay = 20;
-    const stillHeld = async () => ('keys' in queue ? queue.keys : await engine.store.held(stage.name, queue));
-    let held = await stillHeld();
-    for (;;) {
-      if (aborted() || limitReached()) break;
-      const pending = held.filter((key) => !seen.has(key));
-      if (pending.length === 0) break;
+    const stillHeld = async () => ('keys' in queue ? queue.keys : await engine.store.held(stage.name, queue)).filter((key) => !seen.has(key));
+    let pending = aborted() || limitReached() ? [] : await stillHeld();
+    while (pending.length > 0 && !aborted() && !limitReached()) {
       if (Date.now() >= deadline) {
         for (const key of pending) {
           count(summary, 'held_by_another_run');
@@ -312,10 +309,15 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
       }
       await sleep(Math.min(delay, Math.max(0, deadline - Date.now())));
       delay = Math.min(delay * 2, 50);
-      held = await stillHeld();
-      const now = new Set(held);
-      const retry = pending.filter((key) => now.has(key));
-      if (retry.length > 0) await pass({ keys: retry });
+      if (aborted()) break;
+      pending = await stillHeld();
+      if (pending.length === 0) break;
+      const before = claimed;
+      await pass({ keys: pending });
+      // A unit taken over may have run a while, and the other run finished more meanwhile: what
+      // it still holds is asked again, so that what it finished is never reported as held. (A
+      // retry that took nothing found every one of them still held, a moment ago.)
+      if (claimed > before && !aborted() && !limitReached()) pending = await stillHeld();
     }
   } finally {
     clearInterval(renewal);

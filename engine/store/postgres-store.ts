@@ -581,7 +581,7 @@ export class PostgresStore implements Store {
     const values: unknown[] = [];
     const where = this.conditions(query, values);
     values.push(mark ?? null);
-    // By the (status, id) index; the marks only of the rows it finds.
+    // One statement, whatever the size of the queue: the rows are counted where they are, none is sent.
     const { rows } = await this.query<{ status: string; count: string; marked: string }>(
       `SELECT status, count(*) AS count, count(*) FILTER (WHERE $${values.length}::text = ANY(marks)) AS marked
          FROM ${this.t('proposals')} WHERE ${where.join(' AND ')} GROUP BY status`,

@@ -187,18 +187,26 @@ describe('the commit phase', () => {
 });
 
 describe('work another run holds at the end of a run', () => {
+  type Other = { store: MemoryStore; engine: Engine; leases: Lease[]; ids: string[] };
   /**
-   * Two confirmed proposals on a memory store, one of them claimed by another handle (another
-   * run); a judge run over them whose first `held` (when its pass is done) is followed by
-   * `meanwhile` — what the other run does during the run's pause. Returns the run's summary, the
-   * keys of each claim it made by key, the two ids and a reader of their status.
+   * `total` confirmed proposals on a memory store, the first `held` of them claimed by another
+   * handle (another run), and a judge run over them. `meanwhile` runs after the run's first `held`
+   * (when its pass is done): what the other run does during the pause; `whileRetrying`, after each
+   * claim by key the run makes. Returns the run's summary, the keys of each claim it made by key,
+   * the ids and a reader of their status.
    */
-  async function heldAtTheEnd(meanwhile: (other: { store: MemoryStore; engine: Engine; lease: Lease; id: string }) => Promise<void>, heldGraceMs = 2000) {
+  async function heldAtTheEnd(hooks: {
+    meanwhile?: (other: Other) => Promise<void>;
+    whileRetrying?: (other: Other, keys: readonly string[]) => Promise<void>;
+    heldGraceMs?: number;
+    total?: number;
+    held?: number;
+  }) {
     const pipeline = await shippedPipeline();
     const store = new MemoryStore(storeLayout(pipeline));
     const engine = new Engine({ pipeline, store, clock: fixedClock(), ids: ulidGenerator() });
     const ids: string[] = [];
-    for (let i = 0; i < 2; i++) {
+    for (let i = 0; i < (hooks.total ?? 2); i++) {
       const created = await engine.propose(proposalInput(), { stage: 'test', actor: 'cli' });
       if (created.kind !== 'committed') throw new Error(JSON.stringify(created));
       const confirmed = await runReviewCommand(engine, findReviewCommand(pipeline, 'confirm')!, created.id, { visibility: 'private' }, 'cli');
@@ -208,18 +216,29 @@ describe('work another run holds at the end of a run', () => {
     const judge = pipeline.stages.find((stage) => stage.kind === 'judge')!;
     const otherStore = store.reopen();
     const otherEngine = new Engine({ pipeline, store: otherStore, clock: fixedClock(), ids: ulidGenerator() });
-    const { leases } = await otherStore.claim(judge.name, { keys: [ids[0]!] }, 1, 60_000);
-    expect(leases).toHaveLength(1);
+    const heldIds = ids.slice(0, hooks.held ?? 1);
+    const { leases } = await otherStore.claim(judge.name, { keys: heldIds }, heldIds.length, 60_000);
+    expect(leases).toHaveLength(heldIds.length);
+    const other: Other = { store: otherStore, engine: otherEngine, leases, ids: heldIds };
     const held = store.held.bind(store);
     let asked = 0;
     vi.spyOn(store, 'held').mockImplementation(async (...args) => {
       const answer = await held(...args);
-      if (++asked === 1) await meanwhile({ store: otherStore, engine: otherEngine, lease: leases[0]!, id: ids[0]! });
+      if (++asked === 1) await hooks.meanwhile?.(other);
       return answer;
     });
-    const claim = vi.spyOn(store, 'claim');
-    const summary = await runStage(engine, { ...judge, then: undefined }, quietRun({ heldGraceMs }));
-    const byKey = claim.mock.calls.flatMap(([, queue]) => ('keys' in queue ? [[...queue.keys]] : []));
+    const claim = store.claim.bind(store);
+    const byKey: string[][] = [];
+    vi.spyOn(store, 'claim').mockImplementation(async (...args) => {
+      const claimed = await claim(...args);
+      const queue = args[1];
+      if ('keys' in queue) {
+        byKey.push([...queue.keys]);
+        await hooks.whileRetrying?.(other, queue.keys);
+      }
+      return claimed;
+    });
+    const summary = await runStage(engine, { ...judge, then: undefined }, quietRun({ heldGraceMs: hooks.heldGraceMs ?? 2000 }));
     const status = async (id: string) => {
       const read = await store.read(id);
       return read.kind === 'found' ? read.stored.proposal.status : read.kind;
@@ -227,13 +246,15 @@ describe('work another run holds at the end of a run', () => {
     return { summary, byKey, ids, status };
   }
 
+  /** The other run moves `id` on (back to pending) and lets go of it: it finished with it. */
+  async function finish(other: Other, id: string): Promise<void> {
+    const moved = await runReviewCommand(other.engine, findReviewCommand(other.engine.pipeline, 'unconfirm')!, id, {}, 'cli');
+    expect(moved.kind).toBe('committed');
+    await other.store.release(other.leases.filter((lease) => lease.key === id));
+  }
+
   it('does not claim what the other run finished during the pause (it is that run’s to report)', async () => {
-    const { summary, byKey, ids, status } = await heldAtTheEnd(async ({ store: other, engine, lease, id }) => {
-      // The other run moves the proposal on and lets go of it.
-      const moved = await runReviewCommand(engine, findReviewCommand(engine.pipeline, 'unconfirm')!, id, {}, 'cli');
-      expect(moved.kind).toBe('committed');
-      await other.release([lease]);
-    });
+    const { summary, byKey, ids, status } = await heldAtTheEnd({ meanwhile: (other) => finish(other, other.ids[0]!) });
     expect(byKey).toEqual([]);
     expect(summary.counts['held_by_another_run'] ?? 0).toBe(0);
     expect(summary.counts['approved']).toBe(1);
@@ -243,21 +264,59 @@ describe('work another run holds at the end of a run', () => {
   });
 
   it('takes over what the other run still holds once its lease lapses, and judges it', async () => {
-    const { summary, byKey, ids, status } = await heldAtTheEnd(async ({ store: other, lease }) => {
-      other.expireLease(lease); // as if its holder died
+    const { summary, byKey, ids, status } = await heldAtTheEnd({
+      meanwhile: async (other) => other.store.expireLease(other.leases[0]!), // as if its holder died
     });
     expect(byKey).toEqual([[ids[0]]]);
     expect(summary.unjudged).toEqual([]);
     for (const id of ids) expect(await status(id)).toBe('approved');
   });
 
+  it('does not report as held what the other run finished while a unit it let lapse was taken over', async () => {
+    // The other run holds two; one lease lapses and is taken over, and while that retry runs (past
+    // the grace) the other run finishes the second.
+    const { summary, byKey, ids, status } = await heldAtTheEnd({
+      total: 3,
+      held: 2,
+      heldGraceMs: 100,
+      meanwhile: async (other) => other.store.expireLease(other.leases[0]!),
+      whileRetrying: async (other, keys) => {
+        if (!keys.includes(other.ids[0]!)) return;
+        await finish(other, other.ids[1]!);
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      },
+    });
+    expect(byKey[0]).toEqual([ids[0], ids[1]]);
+    expect(summary.counts['held_by_another_run'] ?? 0).toBe(0);
+    expect(summary.unjudged).toEqual([]);
+    expect(await status(ids[0]!)).toBe('approved');
+    expect(await status(ids[1]!)).toBe('pending');
+  });
+
   it('reports what the other run still holds after the grace, without claiming it from under it', async () => {
-    const { summary, byKey, ids, status } = await heldAtTheEnd(async () => undefined, 200);
-    // Asked by key while it was held (the claim is refused), never taken.
+    const { summary, byKey, ids, status } = await heldAtTheEnd({ heldGraceMs: 200 });
+    // Asked for by key while it was held (the claims were refused), never taken.
+    expect(byKey.length).toBeGreaterThan(0);
     expect(byKey.every((keys) => keys.length === 1 && keys[0] === ids[0])).toBe(true);
     expect(summary.counts).toMatchObject({ held_by_another_run: 1 });
     expect(summary.unjudged).toEqual([ids[0]]);
     expect(await status(ids[0]!)).toBe('confirmed');
+  });
+
+  it('asks nothing of the store once the run is interrupted', async () => {
+    const pipeline = await shippedPipeline();
+    const store = new MemoryStore(storeLayout(pipeline));
+    const engine = new Engine({ pipeline, store, clock: fixedClock(), ids: ulidGenerator() });
+    const created = await engine.propose(proposalInput(), { stage: 'test', actor: 'cli' });
+    if (created.kind !== 'committed') throw new Error(JSON.stringify(created));
+    expect((await runReviewCommand(engine, findReviewCommand(pipeline, 'confirm')!, created.id, { visibility: 'private' }, 'cli')).kind).toBe('committed');
+    const judge = pipeline.stages.find((stage) => stage.kind === 'judge')!;
+    const stop = new AbortController();
+    stop.abort();
+    const held = vi.spyOn(store, 'held');
+    const summary = await runStage(engine, judge, quietRun({ signal: stop.signal }));
+    expect(summary.interrupted).toBe(true);
+    expect(held).not.toHaveBeenCalled();
   });
 });
 
