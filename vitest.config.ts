@@ -7,6 +7,14 @@ import { defineConfig } from 'vitest/config';
  * the fuzzers, and a few whole sessions across processes and backends: minutes of work that `npm test` leaves out and CI runs as a step of its own.
  * The browser tests have their own configuration (vitest.e2e.config.ts).
  */
+// A Node process started with NODE_EXTRA_CA_CERTS parses that certificate bundle before it runs a
+// line: 40 ms a process on the development VM, whose environment sets it for a proxy. The tests
+// start hundreds of Node processes (the binary, judge programs, workers) and make no TLS
+// connection, so they and the processes they start run without it: `npm test` took 57.5–61 s
+// with it and 53 s without, in the same hour (docs/performance.md, 2026-12-07, morning). The
+// benchmark leaves it out for the same reason (bench/lib/engine.js).
+delete process.env['NODE_EXTRA_CA_CERTS'];
+
 const TORTURE = [
   'test/torture/**/*.test.ts',
   'test/fuzz/**/*.test.ts',
