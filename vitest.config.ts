@@ -9,10 +9,10 @@ import { defineConfig } from 'vitest/config';
  */
 // A Node process started with NODE_EXTRA_CA_CERTS parses that certificate bundle before it runs a
 // line: 40 ms a process on the development VM, whose environment sets it for a proxy. The tests
-// start hundreds of Node processes (the binary, judge programs, workers) and make no TLS
-// connection, so they and the processes they start run without it: `npm test` took 57.5–61 s
-// with it and 53 s without, in the same hour (docs/performance.md, 2026-12-07, morning). The
-// benchmark leaves it out for the same reason (bench/lib/engine.js).
+// start many Node processes (the binary, judge programs, workers) and make no TLS connection, so
+// they and the processes they start run without it: 1–2 s of `npm test`'s ~53 s there, in
+// alternating runs (docs/performance.md, 2026-12-07, morning). The benchmark leaves it out for
+// the same reason (bench/lib/engine.js).
 delete process.env['NODE_EXTRA_CA_CERTS'];
 
 const TORTURE = [
