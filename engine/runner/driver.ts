@@ -17,7 +17,8 @@ import pLimit from 'p-limit';
 import { EXIT, PipelineError } from '../errors.js';
 import type { Engine } from '../engine.js';
 import type { StageDef } from '../config/types.js';
-import type { Lease, Queue } from '../store/types.js';
+import type { Lease, Query, Queue } from '../store/types.js';
+import { hasPath } from '../util/json-path.js';
 import { planLines, type BatchPlan } from './plan.js';
 import { silentProgress, type Progress } from './progress.js';
 import { addUsage, count, emptySummary, type Summary } from './summary.js';
@@ -93,6 +94,16 @@ export interface StageRun<T> {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Is the proposal `id` still in the queue `query` selects: of its statuses, and without its marked field? */
+async function stillQueued(engine: Engine, id: string, query: Query): Promise<boolean> {
+  const read = await engine.store.read(id);
+  if (read.kind !== 'found') return false;
+  const status = read.stored.proposal['status'];
+  const statuses = query.status === undefined ? undefined : ([] as string[]).concat(query.status);
+  if (typeof status !== 'string' || (statuses !== undefined && !statuses.includes(status))) return false;
+  return query.without === undefined || !hasPath(read.stored.proposal, query.without);
+}
 /** Resolves in the event loop's check phase: after the pending promise jobs and process.nextTick callbacks. */
 const afterThisTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -287,37 +298,54 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
     if (total > 0) await pass(queue);
     // A run that died while this one ran may have left a commit half-applied: finish it now.
     await engine.store.recover();
-    // Work another run held is retried at the end (that run may have finished it, or died);
-    // what is still held after a short grace is reported, never silently skipped. A retry claims
-    // what is still held right before it: a dead holder's lapsed lease is taken over, a live
-    // one's waits. What the holder finished (or gave up) during the pause is its run's to report:
-    // claiming it only to read it done cost a claim, a read and a release each — at the end of
-    // four PostgreSQL workers' runs, a few dozen of them and three more sessions per worker.
-    // An interrupted run, or one at its --limit, asks nothing more.
+    // Work another run held is retried at the end (that run may have finished it, or died); what
+    // is still held after a short grace is reported, never silently skipped (SPEC §4). Each round
+    // after a pause asks `held` once, right before it claims and before it reports:
+    // - what is held now is claimed by key: a dead holder's lapsed lease is taken over, a live
+    //   one's claim is refused, and waited for;
+    // - of a query's units, one that was held and no longer is was finished or given up by its
+    //   holder: it is read, and retried only if it is still in the queue (given up). A finished
+    //   one costs that read, not a claim, a read and a release: at the end of four PostgreSQL
+    //   workers' runs, a few dozen of those, and three more sessions per worker;
+    // - past the grace, what is still held is reported (exit 2).
+    // An explicit list of keys retries every key not taken yet. An interrupted run, or one at its
+    // --limit, asks nothing more.
     const deadline = Date.now() + (options.heldGraceMs ?? 2000);
     let delay = 20;
-    const stillHeld = async () => ('keys' in queue ? queue.keys : await engine.store.held(stage.name, queue)).filter((key) => !seen.has(key));
-    let pending = aborted() || limitReached() ? [] : await stillHeld();
-    while (pending.length > 0 && !aborted() && !limitReached()) {
-      if (Date.now() >= deadline) {
-        for (const key of pending) {
-          count(summary, 'held_by_another_run');
-          summary.unjudged.push(key);
-          options.note(`${key}: another run still holds it — left for a retry (run again once that run is done)`);
-        }
-        break;
+    const listed = new Set<string>(); // of a query's units, those `held` has listed
+    for (let round = 0; ; round++) {
+      if (aborted() || limitReached()) break;
+      if (round > 0) {
+        await sleep(Math.min(delay, Math.max(0, deadline - Date.now())));
+        delay = Math.min(delay * 2, 50);
+        if (aborted()) break;
       }
-      await sleep(Math.min(delay, Math.max(0, deadline - Date.now())));
-      delay = Math.min(delay * 2, 50);
-      if (aborted()) break;
-      pending = await stillHeld();
-      if (pending.length === 0) break;
-      const before = claimed;
-      await pass({ keys: pending });
-      // A unit taken over may have run a while, and the other run finished more meanwhile: what
-      // it still holds is asked again, so that what it finished is never reported as held. (A
-      // retry that took nothing found every one of them still held, a moment ago.)
-      if (claimed > before && !aborted() && !limitReached()) pending = await stillHeld();
+      const givenUp: string[] = [];
+      let held: string[];
+      if ('keys' in queue) held = queue.keys.filter((key) => !seen.has(key));
+      else {
+        held = (await engine.store.held(stage.name, queue)).filter((key) => !seen.has(key));
+        const now = new Set(held);
+        for (const key of [...listed]) {
+          if (now.has(key)) continue;
+          listed.delete(key);
+          if (!seen.has(key) && (await stillQueued(engine, key, queue.query))) givenUp.push(key);
+        }
+        for (const key of held) listed.add(key);
+      }
+      if (held.length === 0 && givenUp.length === 0) break;
+      if (Date.now() < deadline) {
+        // (The first round only lists: its units were refused a moment ago, by the pass.)
+        if (round > 0) await pass({ keys: [...givenUp, ...held] });
+        continue;
+      }
+      for (const key of held) {
+        count(summary, 'held_by_another_run');
+        summary.unjudged.push(key);
+        options.note(`${key}: another run still holds it — left for a retry (run again once that run is done)`);
+      }
+      if (givenUp.length > 0) await pass({ keys: givenUp });
+      break;
     }
   } finally {
     clearInterval(renewal);

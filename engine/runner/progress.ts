@@ -25,7 +25,8 @@ export function terminalProgress(stream: { write(text: string): unknown }, stage
   let last = 0;
   const draw = (label: string) => {
     const width = Math.max(10, Math.min(40, columns - 40));
-    const filled = total === 0 ? width : Math.round((current / total) * width);
+    // Work taken over at the end of a run (another run's lapsed lease) can tick past the selection's total.
+    const filled = total === 0 ? width : Math.min(width, Math.round((current / total) * width));
     const line = `${stage} [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${current}/${total} ${label}`;
     // One column short of the width, so the cursor never wraps to a new line.
     stream.write(`\r${line.slice(0, columns - 1).padEnd(columns - 1)}`);

@@ -31,6 +31,16 @@ describe('terminalProgress', () => {
     expect(draw(120)[1]).toBe(`\r${'transform [########################################] 2/2 2 proposed'.padEnd(119)}`);
   });
 
+  it('draws a full bar, never a crash, for work past the total (units another run let lapse, taken over at the end)', async () => {
+    const written: string[] = [];
+    const progress = terminalProgress({ write: (text: string) => written.push(text) }, 'judge', 2, 120);
+    for (let i = 1; i <= 3; i++) {
+      progress.tick(`${i} judged`);
+      await new Promise((resolve) => setTimeout(resolve, 60)); // each tick draws (at most one draw per 50 ms)
+    }
+    expect(written.at(-1)).toBe(`\r${'judge [########################################] 3/2 3 judged'.padEnd(119)}`);
+  });
+
   it('takes only a positive whole number of columns as a width', () => {
     expect([0, -1, undefined, Number.NaN, 1e9, 1, 80, 200].map(usableColumns)).toEqual([80, 80, 80, 80, 80, 1, 80, 200]);
   });
