@@ -104,6 +104,7 @@ async function stillQueued(engine: Engine, id: string, query: Query): Promise<bo
   if (typeof status !== 'string' || (statuses !== undefined && !statuses.includes(status))) return false;
   return query.without === undefined || !hasPath(read.stored.proposal, query.without);
 }
+
 /** Resolves in the event loop's check phase: after the pending promise jobs and process.nextTick callbacks. */
 const afterThisTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 

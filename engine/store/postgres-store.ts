@@ -124,8 +124,8 @@ const backends = new WeakMap<object, BackendIdentity>();
 
 async function identify(client: PoolClient): Promise<void> {
   if (backends.has(client)) return;
-  // The function behind pg_stat_activity, asked for this process alone: the view lists every
-  // process and joins two catalogs, which a new session plans and reads cold (~6 ms a session).
+  // The function behind pg_stat_activity, filtered to this process: the view also joins two
+  // catalogs, which a new session plans and reads cold (~6 ms a session).
   const { rows } = await client.query<BackendIdentity>('SELECT pid, backend_start::text AS started FROM pg_stat_get_activity(pg_backend_pid())');
   if (rows[0]) backends.set(client, rows[0]);
 }

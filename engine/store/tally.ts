@@ -1,7 +1,7 @@
 /**
  * How many proposals a query matches, by status, and how many of each carry a mark: what a run's
  * selection counts before it claims. A store that counts where it keeps them (PostgreSQL: one
- * statement over the status index) is asked to; any other is listed with `index`, the same
+ * `GROUP BY` statement) is asked to; any other is listed with `index`, the same
  * listing a claim pass of that query makes first (the file store keeps it for that pass).
  */
 import type { Query, StatusTally, Store } from './types.js';
