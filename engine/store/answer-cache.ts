@@ -12,6 +12,8 @@
  * after any file of the key is removed, so a file is never older than a record. (A lookup costs a
  * failed stat more; a failed stat allocates nothing.) A process indexes the records it appends as
  * it writes them, unless another process appended around them: those are read like any other.
+ * The descriptor a process appends through stays open while the log at its path is that file, so
+ * a put costs a write and two checks (the log's size, its first line), not an open and a close.
  *
  * The log is hostile input like every store file: opened without following links, regular files
  * only, lines read up to a bound, a record used only when it parses and its digest matches.
@@ -69,6 +71,10 @@ export class FileAnswerCache implements AnswerCache {
   private scanned = 0;
   /** Digests of keys looked up and not yet put (a missed key is put after its call): hashed once. */
   private readonly digests = new Map<string, string>();
+  /** The log's append descriptor and its device:inode, kept open between puts (see `append`). */
+  private appender: { fd: number; inode: string } | undefined;
+  /** The size the last `refresh` saw at the log's path. */
+  private seen = -1;
 
   constructor(private readonly dir: string) {
     this.log = path.join(dir, LOG);
@@ -107,18 +113,21 @@ export class FileAnswerCache implements AnswerCache {
 
   /** Fails only where a file per entry would: a log it cannot use means the entry gets a file. */
   async put(key: string, value: unknown): Promise<void> {
-    if (!isRealDirectory(this.dir)) mkdirSync(this.dir, { recursive: true });
-    const digest = this.digest(key);
-    const text = JSON.stringify(value);
-    const target = path.join(this.dir, `${digest}.json`);
-    let at: number | undefined;
+    // The directory is checked whenever the log is not the one this process appends to: a
+    // removed (or never made) cache directory is made again, one that is not a directory refused.
     let usable = true;
     try {
       this.refresh();
-      at = this.index.get(digest.slice(0, PREFIX));
     } catch {
       usable = false;
     }
+    if (!this.appending()) {
+      if (!isRealDirectory(this.dir)) mkdirSync(this.dir, { recursive: true });
+    }
+    const digest = this.digest(key);
+    const text = JSON.stringify(value);
+    const target = path.join(this.dir, `${digest}.json`);
+    const at = usable ? this.index.get(digest.slice(0, PREFIX)) : undefined;
     // A key's first value goes to the log, after any older file of it is removed (a file wins).
     if (usable && at === undefined && Buffer.byteLength(text) <= LOG_VALUE_MAX && this.scanned < LOG_MAX && removeQuietly(target)) {
       if (this.append(digest, `{"k":"${digest}","v":${text}}\n`)) return;
@@ -143,11 +152,13 @@ export class FileAnswerCache implements AnswerCache {
 
   /** Bring the index up to date with the log: start over when it is another log, read what was appended. */
   private refresh(): void {
+    this.seen = -1;
     const stat = lstatSync(this.log, { throwIfNoEntry: false });
     if (!stat?.isFile()) {
       this.forget();
       return;
     }
+    this.seen = stat.size;
     // Shorter than what was read: truncated, or removed and made again.
     if (`${stat.dev}:${stat.ino}` !== this.inode || stat.size < this.scanned) this.forget();
     if (stat.size > this.scanned && this.scanned < LOG_MAX) this.readTail(stat.size);
@@ -158,6 +169,23 @@ export class FileAnswerCache implements AnswerCache {
     this.inode = '';
     this.first = undefined;
     this.scanned = 0;
+    this.closeAppender();
+  }
+
+  /** Close the append descriptor (the log it names is gone, replaced or another one). */
+  private closeAppender(): void {
+    const appender = this.appender;
+    this.appender = undefined;
+    if (appender) closeQuietly(appender.fd);
+  }
+
+  /**
+   * Is the log at its path, as `refresh` just saw it, the file this process appends through,
+   * read to its end? (A log read to its end ends on a whole line, so nothing needs to go before
+   * the next record.)
+   */
+  private appending(): boolean {
+    return this.appender !== undefined && this.appender.inode === this.inode && this.seen === this.scanned && this.scanned > 0 && this.scanned < LOG_MAX;
   }
 
   /** Is `fd` the log the index describes? (Its first line was read when the index started.) */
@@ -240,6 +268,19 @@ export class FileAnswerCache implements AnswerCache {
    * than a regular file where it belongs, no permission, …): the entry then gets a file.
    */
   private append(digest: string, line: string): boolean {
+    if (this.appending()) {
+      const { fd, inode } = this.appender!;
+      try {
+        const bytes = Buffer.from(line);
+        writeAll(fd, bytes);
+        this.indexOwn(fd, inode, this.scanned, bytes.length, 0, digest);
+        return true;
+      } catch {
+        this.closeAppender();
+        return false;
+      }
+    }
+    this.closeAppender();
     let opened: { fd: number; size: number; inode: string };
     try {
       opened = openRegularSized(this.log, O_RDWR | O_APPEND | O_CREAT);
@@ -256,13 +297,22 @@ export class FileAnswerCache implements AnswerCache {
       }
       const bytes = Buffer.from(`${lead}${line}`);
       writeAll(fd, bytes);
-      this.indexOwn(fd, inode, size, bytes.length, Buffer.byteLength(lead), digest);
-      return true;
+      // Kept only when this log is the one the index describes: then the next put can append at once.
+      if (this.indexOwn(fd, inode, size, bytes.length, Buffer.byteLength(lead), digest)) {
+        this.appender = { fd, inode };
+        return true;
+      }
     } catch {
-      return false;
-    } finally {
       closeSync(fd);
+      return false;
     }
+    closeSync(fd);
+    return true;
+  }
+
+  /** Close what this cache holds open (the append descriptor). It stays usable: the next put opens again. */
+  close(): void {
+    this.closeAppender();
   }
 
   /**
@@ -270,18 +320,19 @@ export class FileAnswerCache implements AnswerCache {
    * the index had read this log to its end, and the log is now exactly that plus what was written
    * (nothing else appended before or after it). Otherwise the next refresh reads it, as any other.
    */
-  private indexOwn(fd: number, inode: string, before: number, written: number, lead: number, digest: string): void {
+  private indexOwn(fd: number, inode: string, before: number, written: number, lead: number, digest: string): boolean {
     const length = written - lead - 1;
-    if (inode !== this.inode || before !== this.scanned || before === 0 || before + written > LOG_MAX || length >= SPAN) return;
+    if (inode !== this.inode || before !== this.scanned || before === 0 || before + written > LOG_MAX || length >= SPAN) return false;
     try {
       // Another log of the same size on the same inode (emptied in place and written again) is
       // told by its first line: then the next refresh reads it from the start.
-      if (fstatSync(fd).size !== before + written || !this.same(fd, inode)) return;
+      if (fstatSync(fd).size !== before + written || !this.same(fd, inode)) return false;
     } catch {
-      return;
+      return false;
     }
     this.index.set(digest.slice(0, PREFIX), (before + lead) * SPAN + length);
     this.scanned = before + written;
+    return true;
   }
 }
 
@@ -291,6 +342,14 @@ function firstLine(fd: number): string {
   const read = readSync(fd, buffer, 0, FIRST_LINE_MAX, 0);
   const newline = buffer.subarray(0, read).indexOf(10);
   return buffer.toString('latin1', 0, newline >= 0 ? newline : read);
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // already closed: nothing to give back
+  }
 }
 
 function removeQuietly(file: string): boolean {

@@ -138,6 +138,7 @@ export const journalListings = { listed: 0, reused: 0 };
 export class FileStore implements Store {
   readonly location: string;
   readonly cache: AnswerCache;
+  private readonly answers: FileAnswerCache;
   /**
    * Concurrent commits share the journal's data sync, the directory syncs and the logs' data
    * syncs, so a batch run that hands the store more of them at once waits for fewer syncs per
@@ -189,7 +190,8 @@ export class FileStore implements Store {
     this.marks = options.marks ?? [];
     this.key = options.key;
     this.owners = new OwnerFiles(path.join(this.location, '.owners'), options.leaseMs);
-    this.cache = new FileAnswerCache(path.join(this.location, 'cache'));
+    this.answers = new FileAnswerCache(path.join(this.location, 'cache'));
+    this.cache = this.answers;
   }
 
   async exists(): Promise<boolean> {
@@ -205,6 +207,7 @@ export class FileStore implements Store {
     this.claims.clear();
     this.listed = undefined;
     this.queues.clear();
+    this.answers.close();
     const stop = this.stopSupply;
     this.stopSupply = undefined;
     await stop?.();

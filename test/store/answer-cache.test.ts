@@ -1,10 +1,23 @@
 /** The file store's answer cache: one shared log of records, files for large or replaced values. */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FileAnswerCache } from '../../engine/store/answer-cache.js';
+import { FileStore } from '../../engine/store/file-store.js';
 import { ROOT, tempDir } from '../helpers.js';
 
 const digest = (key: string) => createHash('sha256').update(key).digest('hex');
@@ -17,6 +30,15 @@ const records = (log: string) =>
   readFileSync(log, 'utf8')
     .split('\n')
     .filter((line) => line.startsWith('{"k":'));
+/** How many of this process's descriptors are open on `file` (Linux: /proc/self/fd). */
+const descriptorsOn = (file: string) =>
+  readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === file;
+    } catch {
+      return false; // closed while listed (the listing's own descriptor)
+    }
+  }).length;
 const answer = (i: number) => ({ text: `{"verdict":"approve","n":${i}}`, usage: { input_tokens: i, output_tokens: 1 } });
 
 describe('the answer cache (file store)', () => {
@@ -266,5 +288,50 @@ describe('the answer cache (file store)', () => {
     renameSync(replacement, log);
     expect(await cache.get('c')).toEqual(answer(3));
     expect(await cache.get('b')).toBeUndefined();
+  });
+
+  it('appends to the log at its path, never to one removed or replaced since its last put', async () => {
+    const replace = (log: string) => {
+      writeFileSync(`${log}.new`, `{"log":"pipeline answer cache","id":"0000000000000000"}\n`);
+      renameSync(`${log}.new`, log);
+    };
+    const losses = [(log: string) => unlinkSync(log), replace, (log: string) => rmSync(path.dirname(log), { recursive: true })];
+    for (const lose of losses) {
+      const { dir, log, cache } = setup();
+      for (let i = 0; i < 3; i++) await cache.put(`before ${i}`, answer(i));
+      lose(log);
+      await cache.put('after', answer(9));
+      await cache.put('after too', answer(10));
+      expect(records(log)).toEqual([
+        `{"k":"${digest('after')}","v":${JSON.stringify(answer(9))}}`,
+        `{"k":"${digest('after too')}","v":${JSON.stringify(answer(10))}}`,
+      ]);
+      const other = new FileAnswerCache(dir);
+      expect(await other.get('after')).toEqual(answer(9));
+      expect(await other.get('after too')).toEqual(answer(10));
+      expect(await other.get('before 0')).toBeUndefined();
+    }
+  });
+
+  it('keeps one descriptor of the log open between puts, and gives it back on close', async () => {
+    const { log, cache } = setup();
+    for (let i = 0; i < 5; i++) await cache.put(`key ${i}`, answer(i));
+    expect(descriptorsOn(log)).toBe(1);
+    cache.close();
+    expect(descriptorsOn(log)).toBe(0);
+    // Still usable after close: the next put opens the log again.
+    await cache.put('later', answer(7));
+    await cache.put('later still', answer(8));
+    expect(await cache.get('later still')).toEqual(answer(8));
+    cache.close();
+
+    const location = tempDir('pipeline-cache-store-');
+    const store = new FileStore({ dir: location, ledgers: {} });
+    await store.cache.put('a', answer(1));
+    await store.cache.put('b', answer(2));
+    const storeLog = path.join(location, 'cache', 'log.jsonl');
+    expect(descriptorsOn(storeLog)).toBe(1);
+    await store.close();
+    expect(descriptorsOn(storeLog)).toBe(0);
   });
 });
