@@ -133,6 +133,17 @@ describe.skipIf(!PG_URL)('PostgreSQL store while work is in flight (SPEC §11)',
     expect(verdictRows(await auditOf(store, flight.id)).map((row) => row.event)).toEqual(['approve']);
   }, 30_000);
 
+  it('keeps an answer without waiting for a log flush, and leaves every session it used committing synchronously', async () => {
+    const store = open(freshSchemaUrl('cache_async'));
+    await Promise.all(Array.from({ length: 12 }, (_, i) => store.cache.put(`answer ${i}`, { text: `verdict ${i}` })));
+    for (let i = 0; i < 12; i++) expect(await store.cache.get(`answer ${i}`)).toEqual({ text: `verdict ${i}` });
+    // The puts ran on up to four pooled sessions at once; each of them, held at the same time
+    // here, still commits synchronously — the setting was the put's transaction's alone.
+    const query = (store as unknown as { query(text: string): Promise<{ rows: { setting: string }[] }> }).query.bind(store);
+    const held = await Promise.all(Array.from({ length: 4 }, () => query(`SELECT current_setting('synchronous_commit') AS setting, pg_sleep(0.1)`)));
+    expect(held.map(({ rows }) => rows[0]!.setting)).toEqual(['on', 'on', 'on', 'on']);
+  });
+
   it('holds no transaction open while a judge call runs', async () => {
     // The store's connections carry this application_name (a URL parameter), so only they are watched.
     const application = `pipeline_${Date.now().toString(36)}`;
