@@ -1,7 +1,8 @@
 /**
- * The pool's rows in columns: what the derived index keeps between commands. Loading 100,000
- * rows from JSON then allocates a few arrays instead of 400,000 objects, and ranking walks the
- * columns without building a row per proposal — only the few that make the top K become objects.
+ * The pool's rows in columns: what the derived index keeps between commands (index-bytes.ts lays
+ * them out for the cache). Loading 100,000 rows then makes a few typed arrays, not 400,000
+ * objects, and ranking walks the columns without building a row per proposal — only the few
+ * that make the top K become objects.
  * Ranking here is the same arithmetic as `rankTop` (ranking.ts), in the same order of operations,
  * so both give the same floating-point scores and the same order (a property test holds them to
  * it). Pure.
@@ -10,110 +11,121 @@ import type { RankingConfig } from './config.js';
 import { fileMatcher, hitRate, hitWeight, recency, scoreRow, TopK, type Filters, type PoolRow, type Scored } from './ranking.js';
 
 /** Row ids are ULIDs: fixed width, so all of them fit in one string. */
-const ID_WIDTH = 26;
+export const ID_WIDTH = 26;
 
 export interface Columns {
   /** How many rows. */
   count: number;
   /** The ids, sorted, concatenated (ID_WIDTH characters each). */
   ids: string;
-  promoted: number[];
-  hits: number[];
-  misses: number[];
+  promoted: Float64Array;
+  hits: Float64Array;
+  misses: Float64Array;
   /** Every distinct string of the lists, once; the lists hold indexes into it. */
   strings: string[];
-  /** Each list, flattened, and how many items each row has in it (small numbers keep the JSON small). */
-  stack: number[];
-  stackCount: number[];
-  files: number[];
-  filesCount: number[];
-  tasks: number[];
-  tasksCount: number[];
+  /** Each list, flattened, and how many items each row has in it. */
+  stack: Uint32Array;
+  stackCount: Uint32Array;
+  files: Uint32Array;
+  filesCount: Uint32Array;
+  tasks: Uint32Array;
+  tasksCount: Uint32Array;
 }
 
 export const EMPTY_COLUMNS: Columns = {
   count: 0,
   ids: '',
-  promoted: [],
-  hits: [],
-  misses: [],
+  promoted: new Float64Array(0),
+  hits: new Float64Array(0),
+  misses: new Float64Array(0),
   strings: [],
-  stack: [],
-  stackCount: [],
-  files: [],
-  filesCount: [],
-  tasks: [],
-  tasksCount: [],
+  stack: new Uint32Array(0),
+  stackCount: new Uint32Array(0),
+  files: new Uint32Array(0),
+  filesCount: new Uint32Array(0),
+  tasks: new Uint32Array(0),
+  tasksCount: new Uint32Array(0),
 };
 
 /** Rows into columns, sorted by id. Every id must be ULID-wide (the store's ids are). */
 export function toColumns(rows: Iterable<PoolRow>): Columns {
   const sorted = [...rows].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const columns: Columns = { ...structuredClone(EMPTY_COLUMNS), count: sorted.length };
+  const count = sorted.length;
+  const strings: string[] = [];
   const refs = new Map<string, number>();
   const ref = (text: string) => {
     let at = refs.get(text);
     if (at === undefined) {
-      at = columns.strings.push(text) - 1;
+      at = strings.push(text) - 1;
       refs.set(text, at);
     }
     return at;
   };
+  const promoted = new Float64Array(count);
+  const hits = new Float64Array(count);
+  const misses = new Float64Array(count);
+  const stackCount = new Uint32Array(count);
+  const filesCount = new Uint32Array(count);
+  const tasksCount = new Uint32Array(count);
   const ids: string[] = [];
-  for (const row of sorted) {
+  const stack: number[] = [];
+  const files: number[] = [];
+  const tasks: number[] = [];
+  sorted.forEach((row, i) => {
     if (row.id.length !== ID_WIDTH) throw new Error(`pool index: id ${JSON.stringify(row.id)} is not ${ID_WIDTH} characters`);
     ids.push(row.id);
-    columns.promoted.push(row.promoted);
-    columns.hits.push(row.hits);
-    columns.misses.push(row.misses);
-    for (const name of row.stack) columns.stack.push(ref(name));
-    columns.stackCount.push(row.stack.length);
-    for (const pattern of row.files) columns.files.push(ref(pattern));
-    columns.filesCount.push(row.files.length);
-    for (const kind of row.tasks) columns.tasks.push(ref(kind));
-    columns.tasksCount.push(row.tasks.length);
-  }
-  columns.ids = ids.join('');
-  return columns;
+    promoted[i] = row.promoted;
+    hits[i] = row.hits;
+    misses[i] = row.misses;
+    for (const name of row.stack) stack.push(ref(name));
+    stackCount[i] = row.stack.length;
+    for (const pattern of row.files) files.push(ref(pattern));
+    filesCount[i] = row.files.length;
+    for (const kind of row.tasks) tasks.push(ref(kind));
+    tasksCount[i] = row.tasks.length;
+  });
+  return {
+    count,
+    ids: ids.join(''),
+    promoted,
+    hits,
+    misses,
+    strings,
+    stack: Uint32Array.from(stack),
+    stackCount,
+    files: Uint32Array.from(files),
+    filesCount,
+    tasks: Uint32Array.from(tasks),
+    tasksCount,
+  };
 }
 
 /**
- * Is `value` an array of `length` numbers (integers from 0 when `natural`: counts and references)?
- * Values come from JSON, so they are finite; a wrong counter would only misrank a row that the
- * re-read of what is printed corrects, while a wrong count or reference would misplace every row.
+ * Are these columns ones `toColumns` could have made? Every number is one a row holds — a finite
+ * instant, finite counters from 0 — and every count and reference fits: a wrong counter would
+ * only misrank a row that the re-read of what is printed corrects, while a wrong count or
+ * reference would misplace every row. (Columns read back from the cache are checked with this.)
  */
-function numbers(value: unknown, length: number, natural = false): value is number[] {
-  if (!Array.isArray(value) || (length >= 0 && value.length !== length)) return false;
-  for (let i = 0; i < value.length; i++) {
-    const n: unknown = value[i];
-    if (typeof n !== 'number' || (natural && (n < 0 || n % 1 !== 0))) return false;
+export function wellFormed(c: Columns): boolean {
+  const { count } = c;
+  if (!Number.isInteger(count) || count < 0 || c.ids.length !== count * ID_WIDTH) return false;
+  if (c.promoted.length !== count || c.hits.length !== count || c.misses.length !== count) return false;
+  for (let i = 0; i < count; i++) {
+    const hits = c.hits[i]!;
+    const misses = c.misses[i]!;
+    if (!Number.isFinite(c.promoted[i]!) || !(hits >= 0 && hits < Infinity) || !(misses >= 0 && misses < Infinity)) return false;
   }
-  return true;
-}
-
-function validList(values: unknown, counts: unknown, count: number, strings: number): boolean {
-  if (!numbers(values, -1, true) || !numbers(counts, count, true)) return false;
-  let total = 0;
-  for (let i = 0; i < count; i++) total += counts[i]!;
-  if (total !== values.length) return false;
-  for (let i = 0; i < values.length; i++) if (values[i]! >= strings) return false;
-  return true;
-}
-
-/** Columns read back from the cache, or undefined when they are not well-formed (the index is rebuilt). */
-export function checkColumns(value: unknown): Columns | undefined {
-  const c = value as Partial<Columns> | null;
-  if (!c || typeof c.count !== 'number' || !Number.isInteger(c.count) || c.count < 0) return undefined;
-  const count = c.count;
-  if (typeof c.ids !== 'string' || c.ids.length !== count * ID_WIDTH) return undefined;
-  if (!numbers(c.promoted, count) || !numbers(c.hits, count) || !numbers(c.misses, count)) return undefined;
-  if (!Array.isArray(c.strings) || !c.strings.every((text) => typeof text === 'string')) return undefined;
-  const strings = c.strings.length;
-  if (!validList(c.stack, c.stackCount, count, strings)) return undefined;
-  if (!validList(c.files, c.filesCount, count, strings) || !validList(c.tasks, c.tasksCount, count, strings)) return undefined;
+  const list = (values: Uint32Array, counts: Uint32Array) => {
+    if (counts.length !== count) return false;
+    let total = 0;
+    for (let i = 0; i < count; i++) total += counts[i]!;
+    if (total !== values.length) return false;
+    for (let i = 0; i < values.length; i++) if (values[i]! >= c.strings.length) return false;
+    return true;
+  };
   // The ids are not checked for order: toColumns sorts them, and were they not sorted a lookup
   // would only miss, which costs a correction in the overlay, never a wrong ranking.
-  return c as Columns;
+  return list(c.stack, c.stackCount) && list(c.files, c.filesCount) && list(c.tasks, c.tasksCount);
 }
 
 /** The id of row `i`. */
@@ -122,7 +134,7 @@ export function idAt(columns: Columns, i: number): string {
 }
 
 /** Where each row's part of a list starts (prefix sums of the counts; the end is the next start). */
-function starts(counts: readonly number[]): Uint32Array {
+function starts(counts: Uint32Array): Uint32Array {
   const out = new Uint32Array(counts.length + 1);
   for (let i = 0; i < counts.length; i++) out[i + 1] = out[i]! + counts[i]!;
   return out;
@@ -143,7 +155,7 @@ function offsets(columns: Columns): { stack: Uint32Array; files: Uint32Array; ta
 /** The row at index `i`, as an object. */
 export function rowAt(columns: Columns, i: number): PoolRow {
   const at = offsets(columns);
-  const list = (values: number[], from: Uint32Array) => values.slice(from[i]!, from[i + 1]!).map((ref) => columns.strings[ref]!);
+  const list = (values: Uint32Array, from: Uint32Array) => Array.from(values.subarray(from[i]!, from[i + 1]!), (ref) => columns.strings[ref]!);
   return {
     id: idAt(columns, i),
     promoted: columns.promoted[i]!,

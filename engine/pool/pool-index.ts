@@ -2,16 +2,17 @@
  * The derived index of the pool: the ranking inputs of every proposal in use, so `pool top` and
  * `pool prune` never read every proposal (SPEC §9: 100,000 in use, top under 500 ms warm).
  *
- * It lives in the store's cache (never required for correctness) as a base — every row, with the
- * audit cursor it is current to — plus a small delta of the rows changed since, so a command after
- * a few outcomes rewrites kilobytes, not the whole index. Each use brings it up to date from
+ * It lives in the store's cache (never required for correctness), as bytes (index-bytes.ts), in a
+ * base — every row, with the audit cursor it is current to — plus a small delta of the rows changed
+ * since, so a command after a few outcomes rewrites kilobytes, not the whole index. Each use brings it up to date from
  * `store.changes(cursor)`, re-reading only the proposals committed since; when the store cannot
  * tell (`all`), or on `--rebuild`, it is rebuilt from a listing. A proposal edited by hand outside
  * pipeline is seen once it is committed again, re-read as a result, or the index is rebuilt.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Store } from '../store/types.js';
-import { checkColumns, EMPTY_COLUMNS, findRow, idAt, rankColumns, rowAt, toColumns, type Columns } from './columns.js';
+import { EMPTY_COLUMNS, findRow, idAt, rankColumns, rowAt, toColumns, type Columns } from './columns.js';
+import { decodeIndex, encodeIndex } from './index-bytes.js';
 import type { PoolConfig, RankingConfig } from './config.js';
 import type { Filters, PoolRow, Scored } from './ranking.js';
 import { rowOf, sameRow } from './rows.js';
@@ -20,20 +21,21 @@ import { rowOf, sameRow } from './rows.js';
 const DELTA_LIMIT = 2000;
 /** Past this many changed proposals, a listing is cheaper than reading each. */
 const REREAD_LIMIT = 10_000;
-const FORMAT = 3;
+/** The index's layout in the cache (4: bytes; 3 and before: JSON, under other keys, never read). */
+export const INDEX_FORMAT = 4;
 
-interface BaseValue {
+/** What a base keeps besides its columns. */
+interface BaseMeta {
   v: number;
   nonce: string;
   cursor: string;
-  columns: unknown;
 }
 
-interface DeltaValue {
+/** What a delta keeps besides its columns: the base it applies to, and the rows gone since. */
+interface DeltaMeta {
   v: number;
   base: string;
   cursor: string;
-  columns: unknown;
   removed: string[];
 }
 
@@ -48,7 +50,7 @@ export interface IndexLoad {
 /** The cache keys of a pool: a change of what the rows are made of is a new index. */
 function keysOf(pool: Pick<PoolConfig, 'state' | 'fields'>): { base: string; delta: string } {
   const digest = createHash('sha256')
-    .update(JSON.stringify({ v: FORMAT, state: pool.state, fields: pool.fields }))
+    .update(JSON.stringify({ v: INDEX_FORMAT, state: pool.state, fields: pool.fields }))
     .digest('hex')
     .slice(0, 16);
   return { base: `pool-index:${digest}:base`, delta: `pool-index:${digest}:delta` };
@@ -136,13 +138,13 @@ export class PoolIndex {
         this.base = toColumns(this.rows());
         this.overlay.clear();
         this.nonce = randomUUID();
-        const base: BaseValue = { v: FORMAT, nonce: this.nonce, cursor: this.cursor, columns: this.base };
-        await this.store.cache.put(keys.base, base);
+        const base: BaseMeta = { v: INDEX_FORMAT, nonce: this.nonce, cursor: this.cursor };
+        await this.store.cache.putBytes(keys.base, encodeIndex({ ...base }, this.base));
       } else {
         const rows = [...this.overlay.values()].filter((row): row is PoolRow => row !== undefined);
         const removed = [...this.overlay].filter(([, row]) => row === undefined).map(([id]) => id);
-        const delta: DeltaValue = { v: FORMAT, base: this.nonce, cursor: this.cursor, columns: toColumns(rows), removed };
-        await this.store.cache.put(keys.delta, delta);
+        const delta: DeltaMeta = { v: INDEX_FORMAT, base: this.nonce, cursor: this.cursor, removed };
+        await this.store.cache.putBytes(keys.delta, encodeIndex({ ...delta }, toColumns(rows)));
       }
       this.baseDirty = false;
       this.deltaDirty = false;
@@ -154,22 +156,29 @@ export class PoolIndex {
   /** The cached base and its delta; false when there is no usable base. */
   private async load(): Promise<boolean> {
     const keys = keysOf(this.pool);
-    const base = (await this.store.cache.get(keys.base).catch(() => undefined)) as Partial<BaseValue> | undefined;
-    if (!base || base.v !== FORMAT || typeof base.nonce !== 'string' || typeof base.cursor !== 'string') return false;
-    const columns = checkColumns(base.columns);
-    if (!columns) return false;
-    this.base = columns;
+    const stored = await this.read(keys.base);
+    const base = stored?.meta as Partial<BaseMeta> | undefined;
+    if (!stored || !base || base.v !== INDEX_FORMAT || typeof base.nonce !== 'string' || typeof base.cursor !== 'string') return false;
+    this.base = stored.columns;
     this.nonce = base.nonce;
     this.cursor = base.cursor;
-    const delta = (await this.store.cache.get(keys.delta).catch(() => undefined)) as Partial<DeltaValue> | undefined;
+    const storedDelta = await this.read(keys.delta);
+    const delta = storedDelta?.meta as Partial<DeltaMeta> | undefined;
     // A delta written on another base (an older one, or a newer one another command wrote) is not ours.
-    if (!delta || delta.v !== FORMAT || delta.base !== base.nonce || typeof delta.cursor !== 'string' || !Array.isArray(delta.removed)) return true;
-    const changed = checkColumns(delta.columns);
-    if (!changed || !delta.removed.every((id) => typeof id === 'string')) return true;
+    if (!storedDelta || !delta || delta.v !== INDEX_FORMAT || delta.base !== base.nonce || typeof delta.cursor !== 'string' || !Array.isArray(delta.removed))
+      return true;
+    const changed = storedDelta.columns;
+    if (!delta.removed.every((id) => typeof id === 'string')) return true;
     for (let i = 0; i < changed.count; i++) this.overlay.set(idAt(changed, i), rowAt(changed, i));
     for (const id of delta.removed) this.overlay.set(id, undefined);
     this.cursor = delta.cursor;
     return true;
+  }
+
+  /** An index kept under `key`, when the cache has a well-formed one. */
+  private async read(key: string): Promise<ReturnType<typeof decodeIndex>> {
+    const bytes = await this.store.cache.getBytes(key).catch(() => undefined);
+    return bytes === undefined ? undefined : decodeIndex(bytes);
   }
 
   /** Every proposal in the pool's state, from a listing. The cursor is taken first: later commits are seen next time. */

@@ -14,6 +14,7 @@
  * it writes them, unless another process appended around them: those are read like any other.
  * The descriptor a process appends through stays open while the log at its path is that file, so
  * a put costs a write and two checks (the log's size, its first line), not an open and a close.
+ * A derived value kept as bytes (`putBytes`) is a file of its own, `<digest>.bin`, never in the log.
  *
  * The log is hostile input like every store file: opened without following links, regular files
  * only, lines read up to a bound, a record used only when it parses and its digest matches.
@@ -22,7 +23,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, readSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { writeAll, writeFileAtomic } from '../util/atomic-write.js';
-import { isRealDirectory, openRegularSized, readRegularBounded } from './files.js';
+import { isRealDirectory, openRegularSized, readRegularBounded, readRegularBytes } from './files.js';
 import type { AnswerCache } from './types.js';
 
 const { O_RDONLY, O_RDWR, O_APPEND, O_CREAT } = constants;
@@ -133,6 +134,28 @@ export class FileAnswerCache implements AnswerCache {
       if (this.append(digest, `{"k":"${digest}","v":${text}}\n`)) return;
     }
     await writeFileAtomic(target, text, { durable: false });
+  }
+
+  /**
+   * A derived value's bytes: a file of their own, `<digest>.bin` (the digest of the key, as for
+   * a JSON entry's file), written whole (temp file, rename). Never throws: what cannot be read
+   * (missing, over `maxBytes`, not a regular file) is a miss.
+   */
+  async getBytes(key: string, maxBytes = DEFAULT_MAX_BYTES): Promise<Uint8Array | undefined> {
+    try {
+      return readRegularBytes(this.bytesFile(key), maxBytes);
+    } catch {
+      return undefined;
+    }
+  }
+
+  async putBytes(key: string, bytes: Uint8Array): Promise<void> {
+    if (!isRealDirectory(this.dir)) mkdirSync(this.dir, { recursive: true });
+    await writeFileAtomic(this.bytesFile(key), bytes, { durable: false });
+  }
+
+  private bytesFile(key: string): string {
+    return path.join(this.dir, `${createHash('sha256').update(key).digest('hex')}.bin`);
   }
 
   /** The key's digest; `keep`: remembered for the put that follows a lookup (which forgets it). */

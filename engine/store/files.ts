@@ -145,6 +145,26 @@ export function readRegularBounded(file: string, maxBytes: number): string | und
   }
 }
 
+/**
+ * The bytes of a regular file, in a buffer of their own (at offset 0 of its memory, so typed
+ * arrays can view them); undefined when it does not exist. Refuses (RangeError) a file over
+ * `maxBytes`, and never reads more than that.
+ */
+export function readRegularBytes(file: string, maxBytes: number): Buffer | undefined {
+  const opened = openToRead(file);
+  if (!opened) return undefined;
+  const { fd, size } = opened;
+  try {
+    const buffer = Buffer.allocUnsafeSlow(Math.min(size, maxBytes) + 1);
+    let done = 0;
+    for (let read = -1; read !== 0 && done < buffer.length; done += read) read = readSync(fd, buffer, done, buffer.length - done, null);
+    if (done > maxBytes) throw new RangeError(`${file} is larger than ${maxBytes} bytes`);
+    return buffer.subarray(0, done);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** The bytes of a regular file from `offset` to its end (empty when missing or shorter). */
 export function readRegularFrom(file: string, offset: number, length = Number.POSITIVE_INFINITY): Buffer {
   let fd: number;

@@ -45,6 +45,7 @@ interface Shared {
   named: Map<string, Map<string, string>>;
   leases: Map<string, LeaseRow>;
   cache: Map<string, string>;
+  cacheBytes: Map<string, Uint8Array>;
   tokens: number;
 }
 
@@ -81,12 +82,18 @@ export class MemoryStore implements Store {
       named: new Map(),
       leases: new Map(),
       cache: new Map(),
+      cacheBytes: new Map(),
       tokens: 0,
     };
-    const cache = this.shared.cache;
+    const { cache, cacheBytes } = this.shared;
     this.cache = {
       get: async (key) => (cache.has(key) ? (JSON.parse(cache.get(key)!) as unknown) : undefined),
       put: async (key, value) => void cache.set(key, JSON.stringify(value)),
+      getBytes: async (key, maxBytes = Number.POSITIVE_INFINITY) => {
+        const bytes = cacheBytes.get(key);
+        return bytes && bytes.length <= maxBytes ? bytes.slice() : undefined;
+      },
+      putBytes: async (key, bytes) => void cacheBytes.set(key, bytes.slice()),
     };
   }
 

@@ -251,6 +251,9 @@ async function retrying<T>(work: () => Promise<T>): Promise<T> {
  */
 const CLAIMED_FRESH_MS = 1000;
 
+/** Where the answer cache keeps bytes (`putBytes`): a key prefix no JSON entry's key starts with. */
+const BYTES_KEY = '\u0001bytes\u0001';
+
 /** The commit's prepared-statement name: one per connection, and a pool serves one store (one schema). */
 const COMMIT_STATEMENT = 'pipeline_commit';
 /** The prepared statement of several commits at once (see `commitSoon`). */
@@ -315,25 +318,41 @@ export class PostgresStore implements Store {
     this.schema = target.schema;
     this.cache = {
       get: async (key) => {
-        if (!(await this.exists())) return undefined;
-        const { rows } = await this.query<{ value: string }>(`SELECT value FROM ${this.t('cache')} WHERE key = $1`, [key]);
-        return rows[0] ? (JSON.parse(rows[0].value) as unknown) : undefined;
+        const value = await this.cached(key);
+        return value === undefined ? undefined : (JSON.parse(value) as unknown);
       },
-      put: async (key, value) => {
-        // Tables of another schema version: a cache is not worth a migration (reads, which put
-        // here, use an older store as it is).
-        if ((await this.exists()) && !this.created) return;
-        await this.ensure();
-        // Committed without waiting for the write-ahead log's flush (`synchronous_commit` off for
-        // this statement's transaction only): like the file store's cache, which is never synced,
-        // an entry outlives the run that wrote it, not the server's crash — and a model call's put
-        // no longer waits for a sync (0.43–0.51 → 0.24 ms a put here).
-        await this.query(
-          `WITH async AS (SELECT set_config('synchronous_commit', 'off', true)) INSERT INTO ${this.t('cache')} (key, value) SELECT $1, $2 FROM async ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
-          [key, JSON.stringify(value)],
-        );
+      put: (key, value) => this.keep(key, JSON.stringify(value)),
+      // Bytes as base64 text in the same table, under keys no JSON entry has (those never start with U+0001).
+      getBytes: async (key, maxBytes = Number.POSITIVE_INFINITY) => {
+        const value = await this.cached(`${BYTES_KEY}${key}`).catch(() => undefined);
+        if (value === undefined || value.length > Math.ceil(maxBytes / 3) * 4) return undefined;
+        const bytes = Buffer.from(value, 'base64');
+        return bytes.length <= maxBytes ? bytes : undefined;
       },
+      putBytes: (key, bytes) => this.keep(`${BYTES_KEY}${key}`, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64')),
     };
+  }
+
+  /** The cache's text under `key`, if any. */
+  private async cached(key: string): Promise<string | undefined> {
+    if (!(await this.exists())) return undefined;
+    const { rows } = await this.query<{ value: string }>(`SELECT value FROM ${this.t('cache')} WHERE key = $1`, [key]);
+    return rows[0]?.value;
+  }
+
+  private async keep(key: string, value: string): Promise<void> {
+    // Tables of another schema version: a cache is not worth a migration (reads, which put
+    // here, use an older store as it is).
+    if ((await this.exists()) && !this.created) return;
+    await this.ensure();
+    // Committed without waiting for the write-ahead log's flush (`synchronous_commit` off for
+    // this statement's transaction only): like the file store's cache, which is never synced,
+    // an entry outlives the run that wrote it, not the server's crash — and a model call's put
+    // no longer waits for a sync (0.43–0.51 → 0.24 ms a put here).
+    await this.query(
+      `WITH async AS (SELECT set_config('synchronous_commit', 'off', true)) INSERT INTO ${this.t('cache')} (key, value) SELECT $1, $2 FROM async ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+      [key, value],
+    );
   }
 
   /** A table of this store's schema, quoted. */

@@ -147,6 +147,13 @@ export interface AnswerCache {
   /** The entry under `key`; one stored in more than `maxBytes` bytes is treated as missing. */
   get(key: string, maxBytes?: number): Promise<unknown | undefined>;
   put(key: string, value: unknown): Promise<void>;
+  /**
+   * A derived value kept as bytes (a layout of its own, read without a JSON parse) under `key`,
+   * apart from the JSON entries: undefined when there is none, or it is over `maxBytes`, or it
+   * cannot be read. Like every entry, never required for correctness.
+   */
+  getBytes(key: string, maxBytes?: number): Promise<Uint8Array | undefined>;
+  putBytes(key: string, bytes: Uint8Array): Promise<void>;
 }
 
 export interface Store {

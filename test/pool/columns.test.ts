@@ -1,11 +1,12 @@
 /**
- * The derived index's columns: rows survive the round trip through JSON exactly, a damaged cache
+ * The derived index's columns: rows survive the round trip through the cache's bytes exactly, a damaged cache
  * is rejected (and rebuilt), and ranking over the columns gives exactly what `rankTop` gives over
  * the same rows — same scores to the last bit, same order — whatever the filters and overlay.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkColumns, findRow, rankColumns, rowAt, toColumns } from '../../engine/pool/columns.js';
+import { type Columns, findRow, rankColumns, rowAt, toColumns } from '../../engine/pool/columns.js';
+import { decodeIndex, encodeIndex } from '../../engine/pool/index-bytes.js';
 import type { RankingConfig } from '../../engine/pool/config.js';
 import { rankTop, type Filters, type PoolRow } from '../../engine/pool/ranking.js';
 
@@ -38,11 +39,12 @@ const filtersArb: fc.Arbitrary<Filters> = fc.record(
 );
 
 describe('columns', () => {
-  it('give back every row exactly, in id order, through JSON', () => {
+  it('give back every row exactly, in id order, and the meta beside them, through the bytes the cache keeps', () => {
     fc.assert(
       fc.property(rowsArb, (rows) => {
-        const columns = checkColumns(JSON.parse(JSON.stringify(toColumns(rows))));
-        if (!columns) return false;
+        const decoded = decodeIndex(Buffer.from(encodeIndex({ cursor: 'c1', removed: ['x'] }, toColumns(rows))));
+        if (!decoded || JSON.stringify(decoded.meta) !== '{"cursor":"c1","removed":["x"]}') return false;
+        const { columns } = decoded;
         const back = Array.from({ length: columns.count }, (_, i) => rowAt(columns, i));
         const sorted = [...rows].sort((a, b) => (a.id < b.id ? -1 : 1));
         return JSON.stringify(back) === JSON.stringify(sorted) && rows.every((row) => findRow(columns, row.id) >= 0);
@@ -50,20 +52,44 @@ describe('columns', () => {
     );
   });
 
-  it('are refused when damaged: lengths, counts, references', () => {
+  it('are refused when damaged: the layout, lengths, counts, references, numbers no row holds', () => {
     const rows: PoolRow[] = [
       { id: '01JC0000000000000000000001', promoted: NOW, hits: 1, misses: 0, stack: ['vite'], files: [], tasks: ['x'] },
       { id: '01JC0000000000000000000002', promoted: NOW, hits: 0, misses: 0, stack: [], files: ['*.ts'], tasks: [] },
     ];
     const good = toColumns(rows);
-    expect(checkColumns(JSON.parse(JSON.stringify(good)))).toBeDefined();
-    expect(checkColumns({ ...good, count: 3 })).toBeUndefined();
-    expect(checkColumns({ ...good, hits: [1] })).toBeUndefined();
-    expect(checkColumns({ ...good, stack: [7] })).toBeUndefined();
-    expect(checkColumns({ ...good, stackCount: [2, 0] })).toBeUndefined();
-    expect(checkColumns({ ...good, ids: good.ids.slice(1) })).toBeUndefined();
-    expect(checkColumns({ ...good, promoted: [NOW, 'x'] })).toBeUndefined();
-    expect(checkColumns(null)).toBeUndefined();
+    const bytes = (columns: Columns) => Buffer.from(encodeIndex({}, columns));
+    expect(decodeIndex(bytes(good))?.columns).toEqual(good);
+    expect(decodeIndex(bytes({ ...good, hits: Float64Array.of(0, 0), stack: Uint32Array.of(1), stackCount: Uint32Array.of(1, 0) }))).toBeDefined();
+    // Columns that toColumns never makes.
+    expect(decodeIndex(bytes({ ...good, count: 3 }))).toBeUndefined();
+    expect(decodeIndex(bytes({ ...good, hits: Float64Array.of(1) }))).toBeUndefined();
+    expect(decodeIndex(bytes({ ...good, stack: Uint32Array.of(7) }))).toBeUndefined();
+    expect(decodeIndex(bytes({ ...good, stackCount: Uint32Array.of(2, 0) }))).toBeUndefined();
+    expect(decodeIndex(bytes({ ...good, ids: good.ids.slice(1) }))).toBeUndefined();
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) expect(decodeIndex(bytes({ ...good, promoted: Float64Array.of(NOW, bad) }))).toBeUndefined();
+    for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY]) expect(decodeIndex(bytes({ ...good, misses: Float64Array.of(0, bad) }))).toBeUndefined();
+    // Bytes that are not the layout.
+    const whole = bytes(good);
+    expect(decodeIndex(whole.subarray(0, whole.length - 8))).toBeUndefined();
+    expect(decodeIndex(Buffer.concat([whole, Buffer.alloc(8)]))).toBeUndefined();
+    expect(decodeIndex(Buffer.concat([Buffer.from('PIX3'), whole.subarray(4)]))).toBeUndefined();
+    const longHeader = Buffer.from(whole);
+    longHeader.writeUInt32LE(whole.length, 4);
+    expect(decodeIndex(longHeader)).toBeUndefined();
+    const headLength = whole.readUInt32LE(4);
+    const header = JSON.parse(whole.toString('utf8', 8, 8 + headLength));
+    const withHeader = (value: string) => {
+      const copy = Buffer.from(whole);
+      copy.write(value.padEnd(headLength), 8, 'utf8');
+      return copy;
+    };
+    expect(decodeIndex(withHeader(JSON.stringify(header)))).toBeDefined();
+    expect(decodeIndex(withHeader(JSON.stringify({ ...header, count: 1e15 })))).toBeUndefined();
+    expect(decodeIndex(withHeader(JSON.stringify({ ...header, strings: ['vite', 7] })))).toBeUndefined();
+    expect(decodeIndex(withHeader(JSON.stringify({ ...header, meta: [] })))).toBeUndefined();
+    expect(decodeIndex(withHeader('not json'))).toBeUndefined();
+    expect(decodeIndex(Buffer.alloc(0))).toBeUndefined();
   });
 
   it('rank exactly as rankTop does over the same rows, an overlay replacing or removing some', () => {

@@ -334,4 +334,24 @@ describe('the answer cache (file store)', () => {
     await store.close();
     expect(descriptorsOn(storeLog)).toBe(0);
   });
+
+  it('keeps bytes in a file of their own beside the log, and never reads or writes them through a link', async () => {
+    const { dir, log, cache } = setup();
+    await cache.put('k', answer(1));
+    await cache.putBytes('k', Uint8Array.of(1, 2, 3));
+    const file = path.join(dir, `${digest('k')}.bin`);
+    expect(readdirSync(dir).sort()).toEqual([path.basename(file), 'log.jsonl']);
+    expect([...readFileSync(file)]).toEqual([1, 2, 3]);
+    expect(records(log)).toHaveLength(1);
+    expect(await cache.get('k')).toEqual(answer(1));
+    // A link planted where the bytes belong: read as nothing, and replaced (not written through) by the next put.
+    const outside = path.join(tempDir('pipeline-outside-'), 'target.bin');
+    writeFileSync(outside, 'outside');
+    unlinkSync(file);
+    symlinkSync(outside, file);
+    expect(await cache.getBytes('k')).toBeUndefined();
+    await cache.putBytes('k', Uint8Array.of(4, 5));
+    expect(readFileSync(outside, 'utf8')).toBe('outside');
+    expect([...(await cache.getBytes('k'))!]).toEqual([4, 5]);
+  });
 });

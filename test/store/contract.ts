@@ -493,6 +493,22 @@ export function storeContract(name: string, hooks: ContractHooks): void {
       expect(await store.cache.get('pool-index:test:base')).toEqual({ v: 2 });
     });
 
+    it('keeps bytes by key apart from the JSON entries, replaces them whole, and bounds what it reads', async () => {
+      const store = await make();
+      const key = 'pool-index:test:base';
+      expect(await store.cache.getBytes(key)).toBeUndefined();
+      const big = Uint8Array.from({ length: 300_000 }, (_, i) => (i * 7) % 256);
+      await store.cache.putBytes(key, big);
+      await store.cache.put(key, { json: true });
+      expect(Buffer.from((await store.cache.getBytes(key))!)).toEqual(Buffer.from(big));
+      expect(await store.cache.get(key)).toEqual({ json: true });
+      expect(await store.cache.getBytes(key, big.length - 1)).toBeUndefined();
+      await store.cache.putBytes(key, Uint8Array.of(1, 2, 3));
+      expect([...(await store.cache.getBytes(key, 3))!]).toEqual([1, 2, 3]);
+      // Another handle (another process) reads what this one kept.
+      expect([...(await (await hooks.reopen(store)).cache.getBytes(key))!]).toEqual([1, 2, 3]);
+    });
+
     it('has nothing to recover when nothing crashed', async () => {
       const store = await make();
       await created(store, A);
