@@ -76,6 +76,8 @@ export class FileAnswerCache implements AnswerCache {
   private appender: { fd: number; inode: string } | undefined;
   /** The size the last `refresh` saw at the log's path. */
   private seen = -1;
+  /** Does what the index has read of the log end with a newline? (A long torn line it skipped does not.) */
+  private endsLine = false;
 
   constructor(private readonly dir: string) {
     this.log = path.join(dir, LOG);
@@ -114,17 +116,16 @@ export class FileAnswerCache implements AnswerCache {
 
   /** Fails only where a file per entry would: a log it cannot use means the entry gets a file. */
   async put(key: string, value: unknown): Promise<void> {
-    // The directory is checked whenever the log is not the one this process appends to: a
-    // removed (or never made) cache directory is made again, one that is not a directory refused.
+    // A removed (or never made) cache directory is made again; a link or anything else where it
+    // belongs is refused — every time: the log's own lstat would follow a link put there.
+    if (!isRealDirectory(this.dir)) mkdirSync(this.dir, { recursive: true });
     let usable = true;
     try {
       this.refresh();
     } catch {
       usable = false;
     }
-    if (!this.appending()) {
-      if (!isRealDirectory(this.dir)) mkdirSync(this.dir, { recursive: true });
-    }
+    if (this.scanned >= LOG_MAX) this.closeAppender(); // full: nothing more is appended
     const digest = this.digest(key);
     const text = JSON.stringify(value);
     const target = path.join(this.dir, `${digest}.json`);
@@ -192,6 +193,7 @@ export class FileAnswerCache implements AnswerCache {
     this.inode = '';
     this.first = undefined;
     this.scanned = 0;
+    this.endsLine = false;
     this.closeAppender();
   }
 
@@ -204,11 +206,17 @@ export class FileAnswerCache implements AnswerCache {
 
   /**
    * Is the log at its path, as `refresh` just saw it, the file this process appends through,
-   * read to its end? (A log read to its end ends on a whole line, so nothing needs to go before
-   * the next record.)
+   * read to its end, and ending with a newline (so nothing needs to go before the next record)?
    */
   private appending(): boolean {
-    return this.appender !== undefined && this.appender.inode === this.inode && this.seen === this.scanned && this.scanned > 0 && this.scanned < LOG_MAX;
+    return (
+      this.appender !== undefined &&
+      this.appender.inode === this.inode &&
+      this.seen === this.scanned &&
+      this.endsLine &&
+      this.scanned > 0 &&
+      this.scanned < LOG_MAX
+    );
   }
 
   /** Is `fd` the log the index describes? (Its first line was read when the index started.) */
@@ -245,6 +253,7 @@ export class FileAnswerCache implements AnswerCache {
       }
       // A record that crosses the cap can never be indexed: the log is full.
       this.scanned = end === LOG_MAX && offset + carry.length >= LOG_MAX ? LOG_MAX : offset;
+      this.endsLine = this.scanned > 0 && lastByteAt(fd, this.scanned - 1) === 10;
     } finally {
       closeSync(fd);
     }
@@ -355,6 +364,7 @@ export class FileAnswerCache implements AnswerCache {
     }
     this.index.set(digest.slice(0, PREFIX), (before + lead) * SPAN + length);
     this.scanned = before + written;
+    this.endsLine = true; // (a record is written with its newline)
     return true;
   }
 }
@@ -365,6 +375,12 @@ function firstLine(fd: number): string {
   const read = readSync(fd, buffer, 0, FIRST_LINE_MAX, 0);
   const newline = buffer.subarray(0, read).indexOf(10);
   return buffer.toString('latin1', 0, newline >= 0 ? newline : read);
+}
+
+/** The byte at `offset` of an open file (undefined past its end). */
+function lastByteAt(fd: number, offset: number): number | undefined {
+  const byte = Buffer.alloc(1);
+  return readSync(fd, byte, 0, 1, offset) === 1 ? byte[0] : undefined;
 }
 
 function closeQuietly(fd: number): void {

@@ -203,11 +203,11 @@ export class FileStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.answers.close();
     for (const held of this.claims.values()) await held.release();
     this.claims.clear();
     this.listed = undefined;
     this.queues.clear();
-    this.answers.close();
     const stop = this.stopSupply;
     this.stopSupply = undefined;
     await stop?.();

@@ -354,4 +354,29 @@ describe('the answer cache (file store)', () => {
     expect(readFileSync(outside, 'utf8')).toBe('outside');
     expect([...(await cache.getBytes('k'))!]).toEqual([4, 5]);
   });
+
+  it('writes nothing through a cache directory that became a link while it kept the log open', async () => {
+    const { dir, cache } = setup();
+    await cache.put('a', answer(1));
+    await cache.put('b', answer(2));
+    const outside = path.join(tempDir('pipeline-outside-'), 'cache');
+    renameSync(dir, outside);
+    symlinkSync(outside, dir);
+    const before = readFileSync(path.join(outside, 'log.jsonl'), 'utf8');
+    await expect(cache.put('c', answer(3))).rejects.toThrow(/symbolic link/);
+    await expect(cache.put('big', { text: 'x'.repeat(70 * 1024) })).rejects.toThrow(/symbolic link/);
+    expect(readFileSync(path.join(outside, 'log.jsonl'), 'utf8')).toBe(before);
+    expect(readdirSync(outside)).toEqual(['log.jsonl']);
+  });
+
+  it('starts its record on a line of its own after a torn line longer than any record, even while it keeps the log open', async () => {
+    const { dir, log, cache } = setup();
+    await cache.put('a', answer(1));
+    await cache.put('b', answer(2));
+    appendFileSync(log, 'x'.repeat(200 * 1024));
+    await cache.put('c', answer(3));
+    expect(await cache.get('c')).toEqual(answer(3));
+    expect(await new FileAnswerCache(dir).get('c')).toEqual(answer(3));
+    expect(records(log).at(-1)).toBe(`{"k":"${digest('c')}","v":${JSON.stringify(answer(3))}}`);
+  });
 });
