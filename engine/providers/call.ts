@@ -69,6 +69,7 @@ export async function callProvider(cache: AnswerCache, provider: Provider, reque
   if (text.trim() === '') return { ok: false, kind: 'outage', reason: `${provider.kind} provider "${provider.name}" answered nothing` };
   const parsed = parse(text, maxBytes);
   if (!parsed.ok) return { ok: false, kind: 'invalid', reason: parsed.reason };
-  const keep = options.useCache ? () => cache.put(key, { text, usage: result.usage } satisfies CachedAnswer) : noop;
+  // A cache that cannot be written costs a re-run one more call; it never fails the work itself.
+  const keep = options.useCache ? () => cache.put(key, { text, usage: result.usage } satisfies CachedAnswer).catch(() => undefined) : noop;
   return { ok: true, value: parsed.value, usage: result.usage, cached: false, keep };
 }

@@ -308,6 +308,27 @@ describe('the answer cache', () => {
     expect(result.spent).toEqual([usage]);
   });
 
+  it('commits the verdict when the answers cannot be cached: the cache is never required', async () => {
+    const id = await confirmed('org');
+    const cache = t.engine.store.cache;
+    const put = cache.put;
+    cache.put = async () => {
+      throw new Error('no space left on device');
+    };
+    try {
+      const result = await judge(
+        id,
+        panel(
+          () => verdict(),
+          () => verdict(),
+        ).source,
+      );
+      expect(result.outcome.kind).toBe('committed');
+    } finally {
+      cache.put = put;
+    }
+  });
+
   it('never caches an answer that failed validation, and --no-cache bypasses the cache', async () => {
     const id = await confirmed('org');
     await judge(

@@ -3,6 +3,7 @@
  * hono runs one suite against every router. Behaviour only — nothing here knows how a store
  * keeps its data.
  */
+import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { tallyOf } from '../../engine/store/tally.js';
@@ -482,6 +483,20 @@ export function storeContract(name: string, hooks: ContractHooks): void {
       expect(await store.cache.get('k')).toBeUndefined();
       await store.cache.put('k', { text: 'answer' });
       expect(await store.cache.get('k')).toEqual({ text: 'answer' });
+    });
+
+    it('caches under a key as long as a whole prompt', async () => {
+      const store = await make();
+      // (A key holds the prompt: a long proposal makes one of tens of KB, and text compresses
+      // less than a repeated phrase — which a database may squeeze into an index entry.)
+      const text = Array.from({ length: 600 }, (_, i) => createHash('sha256').update(String(i)).digest('base64')).join(' ');
+      const key = (n: number) => JSON.stringify(['openai', 'judge', 'model', `${n} ${text}`, 'standard']);
+      await store.cache.put(key(1), { text: 'one' });
+      await store.cache.put(key(2), { text: 'two' });
+      await store.cache.putBytes(key(1), Uint8Array.of(1));
+      expect(await store.cache.get(key(1))).toEqual({ text: 'one' });
+      expect(await store.cache.get(key(2))).toEqual({ text: 'two' });
+      expect([...(await store.cache.getBytes(key(1)))!]).toEqual([1]);
     });
 
     it('caches a large derived value and replaces it whole', async () => {
