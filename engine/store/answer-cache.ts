@@ -86,6 +86,8 @@ export class FileAnswerCache implements AnswerCache {
   /** Never throws: whatever cannot be read is a miss. */
   async get(key: string, maxBytes = DEFAULT_MAX_BYTES): Promise<unknown | undefined> {
     try {
+      // Nothing is read through a link where the cache directory belongs (it throws: a miss).
+      if (!isRealDirectory(this.dir)) return undefined;
       const digest = this.digest(key, true);
       // A key's file is never older than its record in the log (a record is appended only for a
       // key with none there yet, after its file is removed): the file wins. Most keys have none,
@@ -144,6 +146,7 @@ export class FileAnswerCache implements AnswerCache {
    */
   async getBytes(key: string, maxBytes = DEFAULT_MAX_BYTES): Promise<Uint8Array | undefined> {
     try {
+      if (!isRealDirectory(this.dir)) return undefined;
       return readRegularBytes(this.bytesFile(key), maxBytes);
     } catch {
       return undefined;

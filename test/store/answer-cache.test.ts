@@ -367,6 +367,9 @@ describe('the answer cache (file store)', () => {
     await expect(cache.put('big', { text: 'x'.repeat(70 * 1024) })).rejects.toThrow(/symbolic link/);
     expect(readFileSync(path.join(outside, 'log.jsonl'), 'utf8')).toBe(before);
     expect(readdirSync(outside)).toEqual(['log.jsonl']);
+    // Nor is anything read through it: what the linked directory holds is no entry of this store.
+    expect(await cache.get('a')).toBeUndefined();
+    expect(await new FileAnswerCache(dir).get('b')).toBeUndefined();
   });
 
   it('starts its record on a line of its own after a torn line longer than any record, even while it keeps the log open', async () => {
