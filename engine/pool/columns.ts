@@ -115,6 +115,8 @@ export function wellFormed(c: Columns): boolean {
     const misses = c.misses[i]!;
     if (!Number.isFinite(c.promoted[i]!) || !(hits >= 0 && hits < Infinity) || !(misses >= 0 && misses < Infinity)) return false;
   }
+  // A string is in the table once (toColumns keeps one entry per distinct string).
+  if (new Set(c.strings).size !== c.strings.length) return false;
   const list = (values: Uint32Array, counts: Uint32Array) => {
     if (counts.length !== count) return false;
     let total = 0;
@@ -123,9 +125,17 @@ export function wellFormed(c: Columns): boolean {
     for (let i = 0; i < values.length; i++) if (values[i]! >= c.strings.length) return false;
     return true;
   };
-  // The ids are not checked for order: toColumns sorts them, and were they not sorted a lookup
-  // would only miss, which costs a correction in the overlay, never a wrong ranking.
-  return list(c.stack, c.stackCount) && list(c.files, c.filesCount) && list(c.tasks, c.tasksCount);
+  if (!list(c.stack, c.stackCount) || !list(c.files, c.filesCount) || !list(c.tasks, c.tasksCount)) return false;
+  // A row names a stack once (rowOf keeps distinct names): the match counts each entry.
+  const lastRow = new Int32Array(c.strings.length).fill(-1);
+  for (let i = 0, j = 0; i < count; i++) {
+    for (const end = j + c.stackCount[i]!; j < end; j++) {
+      if (lastRow[c.stack[j]!] === i) return false;
+      lastRow[c.stack[j]!] = i;
+    }
+  }
+  // (The ids' form and order are the reader's to check: see index-bytes.ts.)
+  return true;
 }
 
 /** The id of row `i`. */

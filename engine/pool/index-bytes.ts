@@ -11,7 +11,8 @@
  *
  * The header holds what is not a column: the caller's `meta` (cursor, nonce, …), the row count,
  * the string table and the lists' lengths. What comes back from a cache is hostile: bytes that
- * are not exactly this layout, or columns that are not well formed (`wellFormed`), are no index.
+ * are not exactly this layout (zeros in every padding byte), ids that are not ULIDs in ascending
+ * order, or columns that are not well formed (`wellFormed`), are no index.
  */
 import { type Columns, ID_WIDTH, wellFormed } from './columns.js';
 
@@ -86,6 +87,34 @@ function isHeader(value: unknown): value is Header {
   );
 }
 
+/** Crockford base-32, as ULIDs are written: which bytes may be in an id. */
+const ULID_CHAR = new Uint8Array(256);
+for (const char of '0123456789ABCDEFGHJKMNPQRSTVWXYZ') ULID_CHAR[char.charCodeAt(0)] = 1;
+
+/**
+ * Are the `count` ids at `at` ULIDs (first character 0–7), each after the one before? A row
+ * whose id is not one would reach `store.read` and stop the command; ids out of order or twice
+ * would make a lookup miss a row, so that a stale row could never be corrected or removed.
+ */
+function idsInOrder(bytes: Buffer, at: number, count: number): boolean {
+  for (let row = 0; row < count; row++) {
+    const start = at + row * ID_WIDTH;
+    const first = bytes[start]!;
+    if (first < 0x30 || first > 0x37) return false;
+    let order = row === 0 ? 1 : 0; // compared with the id before: 1 after it, -1 before, 0 equal so far
+    for (let i = start; i < start + ID_WIDTH; i++) {
+      const byte = bytes[i]!;
+      if (ULID_CHAR[byte] === 0) return false;
+      if (order === 0) {
+        const before = bytes[i - ID_WIDTH]!;
+        if (byte !== before) order = byte > before ? 1 : -1;
+      }
+    }
+    if (order !== 1) return false;
+  }
+  return true;
+}
+
 /** The caller's `meta` and the columns, or undefined when `bytes` are not a well-formed index. */
 export function decodeIndex(bytes: Uint8Array): { meta: Record<string, unknown>; columns: Columns } | undefined {
   let buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -107,9 +136,15 @@ export function decodeIndex(bytes: Uint8Array): { meta: Record<string, unknown>;
   if (total !== buffer.length) return undefined;
   // Views need their parts at multiples of their element size in memory.
   if (buffer.byteOffset % 8 !== 0 || !LITTLE_ENDIAN) buffer = Buffer.from(buffer);
+  // Every padding byte is a zero (the layout is held exactly, not just its length).
+  let end = 8 + headLength;
+  for (const size of [0, ...sizes]) {
+    end += size;
+    for (let i = end; i < align(end); i++) if (buffer[i] !== 0) return undefined;
+    end = align(end);
+  }
   let at = align(8 + headLength);
-  // Parts are padded with zeros and an id has none: ids shorter than the count says end in padding.
-  if (buffer.subarray(at, at + count * ID_WIDTH).includes(0)) return undefined;
+  if (!idsInOrder(buffer, at, count)) return undefined;
   const ids = buffer.toString('latin1', at, at + count * ID_WIDTH);
   at += align(count * ID_WIDTH);
   const next = <T>(size: number, make: (offset: number) => T): T => {

@@ -16,9 +16,16 @@ import { decodeIndex, encodeIndex } from './index-bytes.js';
 import type { PoolConfig, RankingConfig } from './config.js';
 import type { Filters, PoolRow, Scored } from './ranking.js';
 import { rowOf, sameRow } from './rows.js';
+import { isUlid } from '../util/ids.js';
 
 /** Past this many changed rows, the delta is folded into a new base. */
 const DELTA_LIMIT = 2000;
+/**
+ * The most bytes read for a base, and for a delta (at most DELTA_LIMIT rows: a larger one was
+ * not written by `save`, and is not read). A base of 1,000,000 rows takes about 74 MB.
+ */
+const BASE_MAX_BYTES = 256 * 1024 * 1024;
+const DELTA_MAX_BYTES = 16 * 1024 * 1024;
 /** Past this many changed proposals, a listing is cheaper than reading each. */
 const REREAD_LIMIT = 10_000;
 /** The index's layout in the cache (4: bytes; 3 and before: JSON, under other keys, never read). */
@@ -156,19 +163,19 @@ export class PoolIndex {
   /** The cached base and its delta; false when there is no usable base. */
   private async load(): Promise<boolean> {
     const keys = keysOf(this.pool);
-    const stored = await this.read(keys.base);
+    const stored = await this.read(keys.base, BASE_MAX_BYTES);
     const base = stored?.meta as Partial<BaseMeta> | undefined;
     if (!stored || !base || base.v !== INDEX_FORMAT || typeof base.nonce !== 'string' || typeof base.cursor !== 'string') return false;
     this.base = stored.columns;
     this.nonce = base.nonce;
     this.cursor = base.cursor;
-    const storedDelta = await this.read(keys.delta);
+    const storedDelta = await this.read(keys.delta, DELTA_MAX_BYTES);
     const delta = storedDelta?.meta as Partial<DeltaMeta> | undefined;
     // A delta written on another base (an older one, or a newer one another command wrote) is not ours.
     if (!storedDelta || !delta || delta.v !== INDEX_FORMAT || delta.base !== base.nonce || typeof delta.cursor !== 'string' || !Array.isArray(delta.removed))
       return true;
     const changed = storedDelta.columns;
-    if (!delta.removed.every((id) => typeof id === 'string')) return true;
+    if (changed.count + delta.removed.length > DELTA_LIMIT || !delta.removed.every(isUlid)) return true;
     for (let i = 0; i < changed.count; i++) this.overlay.set(idAt(changed, i), rowAt(changed, i));
     for (const id of delta.removed) this.overlay.set(id, undefined);
     this.cursor = delta.cursor;
@@ -176,8 +183,8 @@ export class PoolIndex {
   }
 
   /** An index kept under `key`, when the cache has a well-formed one. */
-  private async read(key: string): Promise<ReturnType<typeof decodeIndex>> {
-    const bytes = await this.store.cache.getBytes(key).catch(() => undefined);
+  private async read(key: string, maxBytes: number): Promise<ReturnType<typeof decodeIndex>> {
+    const bytes = await this.store.cache.getBytes(key, maxBytes).catch(() => undefined);
     return bytes === undefined ? undefined : decodeIndex(bytes);
   }
 

@@ -112,12 +112,23 @@ export interface TopResult {
  * K printed are all as read (each round reads only rows not read yet, so it ends).
  */
 export async function top(engine: Engine, pool: PoolConfig, filters: Filters, k: number, now: number, options: { rebuild?: boolean } = {}): Promise<TopResult> {
-  const { index, rebuilt, malformed } = await PoolIndex.open(engine.store, pool, options);
+  const opened = await PoolIndex.open(engine.store, pool, options);
+  const malformed = opened.malformed;
+  let { index, rebuilt } = opened;
   const fresh = new Map<string, Proposal>();
   // Each round reads at least one row not read before and corrects the index from it, so the
-  // rounds end; the bound only turns a bug into an error instead of a hang.
-  for (let round = 0; ; round++) {
-    if (round > 10 * k + 100) throw new Error('pool top: the ranking did not settle (a bug)');
+  // rounds end. Many stale rows (proposals edited by hand, with no audit row) take many rounds:
+  // past a bound the index is rebuilt from a listing once, and ranked from it; the bound after
+  // that only turns a bug into an error instead of a hang.
+  for (let round = 0, bound = 10 * k + 100; ; round++) {
+    if (round > bound) {
+      if (rebuilt) throw new Error('pool top: the ranking did not settle (a bug)');
+      const again = await PoolIndex.open(engine.store, pool, { rebuild: true });
+      ({ index, rebuilt } = again);
+      for (const id of again.malformed) if (!malformed.includes(id)) malformed.push(id);
+      fresh.clear();
+      bound = round + 10 * k + 100;
+    }
     const best = index.rank(filters, now, pool.ranking, k);
     const unread = best.filter((scored) => !fresh.has(scored.row.id));
     if (unread.length === 0) {

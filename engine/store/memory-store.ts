@@ -89,11 +89,12 @@ export class MemoryStore implements Store {
     this.cache = {
       get: async (key) => (cache.has(key) ? (JSON.parse(cache.get(key)!) as unknown) : undefined),
       put: async (key, value) => void cache.set(key, JSON.stringify(value)),
+      // Copies both ways (a Buffer's own slice() is a view, not a copy).
       getBytes: async (key, maxBytes = Number.POSITIVE_INFINITY) => {
         const bytes = cacheBytes.get(key);
-        return bytes && bytes.length <= maxBytes ? bytes.slice() : undefined;
+        return bytes && bytes.length <= maxBytes ? new Uint8Array(bytes) : undefined;
       },
-      putBytes: async (key, bytes) => void cacheBytes.set(key, bytes.slice()),
+      putBytes: async (key, bytes) => void cacheBytes.set(key, new Uint8Array(bytes)),
     };
   }
 

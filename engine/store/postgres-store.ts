@@ -332,8 +332,8 @@ export class PostgresStore implements Store {
       put: (key, value) => this.keep(key, JSON.stringify(value)),
       // Bytes as base64 text in the same table, under keys no JSON entry has (those never start with U+0001).
       getBytes: async (key, maxBytes = Number.POSITIVE_INFINITY) => {
-        const value = await this.cached(`${BYTES_KEY}${key}`).catch(() => undefined);
-        if (value === undefined || value.length > Math.ceil(maxBytes / 3) * 4) return undefined;
+        const value = await this.cached(`${BYTES_KEY}${key}`, Math.ceil(maxBytes / 3) * 4).catch(() => undefined);
+        if (value === undefined) return undefined;
         const bytes = Buffer.from(value, 'base64');
         return bytes.length <= maxBytes ? bytes : undefined;
       },
@@ -341,10 +341,12 @@ export class PostgresStore implements Store {
     };
   }
 
-  /** The cache's text under `key`, if any. */
-  private async cached(key: string): Promise<string | undefined> {
+  /** The cache's text under `key`, if any (and at most `maxLength` bytes of it: a longer one is not fetched). */
+  private async cached(key: string, maxLength = Number.POSITIVE_INFINITY): Promise<string | undefined> {
     if (!(await this.exists())) return undefined;
-    const { rows } = await this.query<{ value: string }>(`SELECT value FROM ${this.t('cache')} WHERE key = $1`, [cacheRowKey(key)]);
+    const { rows } = Number.isFinite(maxLength)
+      ? await this.query<{ value: string }>(`SELECT value FROM ${this.t('cache')} WHERE key = $1 AND octet_length(value) <= $2`, [cacheRowKey(key), maxLength])
+      : await this.query<{ value: string }>(`SELECT value FROM ${this.t('cache')} WHERE key = $1`, [cacheRowKey(key)]);
     return rows[0]?.value;
   }
 

@@ -13,6 +13,7 @@ import { rankTop, type Filters, type PoolRow } from '../../engine/pool/ranking.j
 const RANKING: RankingConfig = { halfLifeDays: 180, k: 3, maxK: 50, minOutcomes: 3, hitWeight: { untested: 1, base: 0.5, floor: 0.1 } };
 const NOW = Date.parse('2026-11-01T12:00:00Z');
 const DAY = 86_400_000;
+const align8 = (n: number) => Math.ceil(n / 8) * 8;
 
 const ulid = fc.stringMatching(/^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
 const rowArb = (id: fc.Arbitrary<string>) =>
@@ -90,6 +91,22 @@ describe('columns', () => {
     expect(decodeIndex(withHeader(JSON.stringify({ ...header, meta: [] })))).toBeUndefined();
     expect(decodeIndex(withHeader('not json'))).toBeUndefined();
     expect(decodeIndex(Buffer.alloc(0))).toBeUndefined();
+    // Ids that are not ULIDs, or not in ascending order, or twice; padding that is not zeros.
+    const second = good.ids.slice(26);
+    for (const ids of [
+      `01jc0000000000000000000001${second}`,
+      `81JC0000000000000000000001${second}`,
+      `${second}01JC0000000000000000000001`,
+      `${second}${second}`,
+    ])
+      expect(decodeIndex(bytes({ ...good, ids })), ids).toBeUndefined();
+    const padded = Buffer.from(whole);
+    padded[align8(8 + headLength) - 1] = 0x20;
+    expect(align8(8 + headLength)).toBeGreaterThan(8 + headLength);
+    expect(decodeIndex(padded)).toBeUndefined();
+    // A string twice in the table, or a stack named twice in a row (rowOf never makes either).
+    expect(decodeIndex(bytes({ ...good, strings: ['vite', 'x', 'vite'] }))).toBeUndefined();
+    expect(decodeIndex(bytes({ ...good, stack: Uint32Array.of(0, 0), stackCount: Uint32Array.of(2, 0) }))).toBeUndefined();
   });
 
   it('rank exactly as rankTop does over the same rows, an overlay replacing or removing some', () => {

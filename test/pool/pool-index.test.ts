@@ -7,8 +7,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Pipeline } from '../../engine/config/load.js';
 import { Engine } from '../../engine/engine.js';
 import type { PoolConfig } from '../../engine/pool/config.js';
-import { EMPTY_COLUMNS } from '../../engine/pool/columns.js';
-import { encodeIndex } from '../../engine/pool/index-bytes.js';
+import { EMPTY_COLUMNS, toColumns } from '../../engine/pool/columns.js';
+import { decodeIndex, encodeIndex } from '../../engine/pool/index-bytes.js';
 import { INDEX_FORMAT, PoolIndex } from '../../engine/pool/pool-index.js';
 import { poolOf, top } from '../../engine/pool/pool.js';
 import { rowOf } from '../../engine/pool/rows.js';
@@ -120,6 +120,32 @@ describe('the pool index', () => {
     const again = await PoolIndex.open(store, pool);
     expect(again.rebuilt).toBe(true);
     expect([...again.index.rows()]).toHaveLength(5);
+  });
+
+  it('settles however many rows were edited by hand: past a bound, it ranks from a listing', async () => {
+    const { store, engine } = await seeded(300);
+    await top(engine, pool, {}, 1, NOW);
+    // By hand, with no commits: each of the 299 newest gets older than the next, so the index
+    // offers a stale row first again and again (one a round) — more rounds than the bound.
+    for (let n = 1; n < 300; n++) store.putRaw(idOf(n), `${JSON.stringify(approved(600 - n), null, 2)}\n`.replace(idOf(600 - n), idOf(n)));
+    const result = await top(engine, pool, {}, 1, NOW);
+    expect(result.rows.map((row) => row.scored.row.id)).toEqual([idOf(300)]);
+    expect(result.rebuilt).toBe(true);
+  });
+
+  it('reads no delta larger than a delta is ever written', async () => {
+    const { store, engine } = await seeded(5);
+    await top(engine, pool, {}, 3, NOW);
+    const bytes = (store as unknown as { shared: { cacheBytes: Map<string, Uint8Array> } }).shared.cacheBytes;
+    const baseKey = [...bytes.keys()].find((key) => key.endsWith(':base'))!;
+    const { meta } = decodeIndex(bytes.get(baseKey)!)!;
+    const rows = Array.from({ length: 2001 }, (_, i) => rowOf(idOf(1000 + i), approved(1000 + i), pool)!);
+    const delta = (count: number) =>
+      encodeIndex({ v: INDEX_FORMAT, base: meta['nonce'], cursor: meta['cursor'], removed: [] }, toColumns(rows.slice(0, count)));
+    await store.cache.putBytes(baseKey.replace(/:base$/, ':delta'), delta(2001));
+    expect([...(await PoolIndex.open(store, pool)).index.rows()]).toHaveLength(5);
+    await store.cache.putBytes(baseKey.replace(/:base$/, ':delta'), delta(2000));
+    expect([...(await PoolIndex.open(store, pool)).index.rows()]).toHaveLength(2005);
   });
 
   it('ranks again a row found stale when re-read (a proposal edited by hand)', async () => {

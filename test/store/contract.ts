@@ -522,6 +522,13 @@ export function storeContract(name: string, hooks: ContractHooks): void {
       expect([...(await store.cache.getBytes(key, 3))!]).toEqual([1, 2, 3]);
       // Another handle (another process) reads what this one kept.
       expect([...(await (await hooks.reopen(store)).cache.getBytes(key))!]).toEqual([1, 2, 3]);
+      // What is kept is a copy, and so is what is read (a Buffer's slice() would be a view).
+      const kept = Buffer.from([7, 8]);
+      await store.cache.putBytes(key, kept);
+      kept[0] = 99;
+      const read = (await store.cache.getBytes(key))!;
+      read[1] = 77;
+      expect([...(await store.cache.getBytes(key))!]).toEqual([7, 8]);
     });
 
     it('has nothing to recover when nothing crashed', async () => {
