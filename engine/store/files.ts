@@ -130,19 +130,7 @@ export function readOpened(fd: number, size: number): string {
 
 /** `readRegular`, refusing (RangeError) a file over `maxBytes`; never reads more than that. */
 export function readRegularBounded(file: string, maxBytes: number): string | undefined {
-  const opened = openToRead(file);
-  if (!opened) return undefined;
-  const { fd, size } = opened;
-  try {
-    // Never more than maxBytes + 1 read, even from a file that grew since the fstat.
-    const buffer = Buffer.allocUnsafe(Math.min(size, maxBytes) + 1);
-    let done = 0;
-    for (let read = -1; read !== 0 && done < buffer.length; done += read) read = readSync(fd, buffer, done, buffer.length - done, null);
-    if (done > maxBytes) throw new RangeError(`${file} is larger than ${maxBytes} bytes`);
-    return buffer.toString('utf8', 0, done);
-  } finally {
-    closeSync(fd);
-  }
+  return readBounded(file, maxBytes, Buffer.allocUnsafe)?.toString('utf8');
 }
 
 /**
@@ -151,11 +139,16 @@ export function readRegularBounded(file: string, maxBytes: number): string | und
  * `maxBytes`, and never reads more than that.
  */
 export function readRegularBytes(file: string, maxBytes: number): Buffer | undefined {
+  return readBounded(file, maxBytes, Buffer.allocUnsafeSlow);
+}
+
+function readBounded(file: string, maxBytes: number, allocate: (size: number) => Buffer): Buffer | undefined {
   const opened = openToRead(file);
   if (!opened) return undefined;
   const { fd, size } = opened;
   try {
-    const buffer = Buffer.allocUnsafeSlow(Math.min(size, maxBytes) + 1);
+    // Never more than maxBytes + 1 read, even from a file that grew since the fstat.
+    const buffer = allocate(Math.min(size, maxBytes) + 1);
     let done = 0;
     for (let read = -1; read !== 0 && done < buffer.length; done += read) read = readSync(fd, buffer, done, buffer.length - done, null);
     if (done > maxBytes) throw new RangeError(`${file} is larger than ${maxBytes} bytes`);
