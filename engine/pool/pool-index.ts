@@ -3,11 +3,12 @@
  * `pool prune` never read every proposal (SPEC §9: 100,000 in use, top under 500 ms warm).
  *
  * It lives in the store's cache (never required for correctness), as bytes (index-bytes.ts), in a
- * base — every row, with the audit cursor it is current to — plus a small delta of the rows changed
- * since, so a command after a few outcomes rewrites kilobytes, not the whole index. Each use brings it up to date from
- * `store.changes(cursor)`, re-reading only the proposals committed since; when the store cannot
- * tell (`all`), or on `--rebuild`, it is rebuilt from a listing. A proposal edited by hand outside
- * pipeline is seen once it is committed again, re-read as a result, or the index is rebuilt.
+ * base — every row, with the audit cursor it is current to — plus a small delta of the rows
+ * changed since, so a command after a few outcomes rewrites kilobytes, not the whole index. Each
+ * use brings it up to date from `store.changes(cursor)`, re-reading only the proposals committed
+ * since; when the store cannot tell (`all`), or on `--rebuild`, it is rebuilt from a listing. A
+ * proposal edited by hand outside pipeline is seen once it is committed again, re-read as a
+ * result, or the index is rebuilt (`pool top` rebuilds it itself when too many rows were).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Store } from '../store/types.js';
