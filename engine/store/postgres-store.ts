@@ -344,9 +344,11 @@ export class PostgresStore implements Store {
   /** The cache's text under `key`, if any (and at most `maxLength` bytes of it: a longer one is not fetched). */
   private async cached(key: string, maxLength = Number.POSITIVE_INFINITY): Promise<string | undefined> {
     if (!(await this.exists())) return undefined;
-    const { rows } = Number.isFinite(maxLength)
-      ? await this.query<{ value: string }>(`SELECT value FROM ${this.t('cache')} WHERE key = $1 AND octet_length(value) <= $2`, [cacheRowKey(key), maxLength])
-      : await this.query<{ value: string }>(`SELECT value FROM ${this.t('cache')} WHERE key = $1`, [cacheRowKey(key)]);
+    // (A text value is at most 1 GB: every one is shorter than the largest int4.)
+    const { rows } = await this.query<{ value: string }>(`SELECT value FROM ${this.t('cache')} WHERE key = $1 AND octet_length(value) <= $2`, [
+      cacheRowKey(key),
+      Math.min(maxLength, 2 ** 31 - 1),
+    ]);
     return rows[0]?.value;
   }
 
