@@ -32,17 +32,16 @@ type Capped = { ok: true; text: string } | { ok: false; over: true };
 /**
  * Connections are kept alive between calls (a run makes thousands to one server), and an idle one
  * never keeps the process alive. The number of calls in flight is each provider's own cap.
- * node:http and node:https (with tls and net) are loaded on the first call: most commands never
- * call a model, and loading them is ~10 ms of every start.
+ * node:http, and node:https (with tls) only for an https URL, are loaded on the first call that
+ * needs them: most commands never call a model, and loading both is ~10 ms of every start (of a
+ * run's first requests, for a run whose providers all speak plain http — a local server).
  */
 type Transport = { request: typeof import('node:http').request; agent: import('node:http').Agent };
-let transports: Promise<{ http: Transport; https: Transport }> | undefined;
+let plain: Promise<Transport> | undefined;
+let secured: Promise<Transport> | undefined;
 function transport(secure: boolean): Promise<Transport> {
-  transports ??= Promise.all([import('node:http'), import('node:https')]).then(([http, https]) => ({
-    http: { request: http.request, agent: new http.Agent({ keepAlive: true }) },
-    https: { request: https.request, agent: new https.Agent({ keepAlive: true }) },
-  }));
-  return transports.then((each) => (secure ? each.https : each.http));
+  if (secure) return (secured ??= import('node:https').then((https) => ({ request: https.request, agent: new https.Agent({ keepAlive: true }) })));
+  return (plain ??= import('node:http').then((http) => ({ request: http.request, agent: new http.Agent({ keepAlive: true }) })));
 }
 
 /** A response as a stage reads it: status, one header, and a body read at most to a limit. */

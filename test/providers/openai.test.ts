@@ -153,6 +153,24 @@ describe('openai provider', () => {
     });
   });
 
+  it('speaks TLS to an https URL, and plain HTTP to an http one, on the same server', async () => {
+    const { received } = await serve(completion('{"a":1}'));
+    // The local server speaks plain HTTP: a TLS client's handshake fails against it, and nothing
+    // the server counts as a request arrives. (An https URL sent in the clear would be answered.)
+    const secure = createOpenAIProvider(
+      'tls',
+      { kind: 'openai', base_url: `${server!.url.replace('http:', 'https:')}/v1`, model: 'm' },
+      testSettings({ attempts: 1 }),
+      FAST_RETRY,
+    );
+    const refused = await secure.call(promptRequest('p'));
+    expect(refused.ok).toBe(false);
+    expect(!refused.ok && refused.outage).toMatch(/^openai provider "tls": connection failed \((EPROTO|ECONNRESET|.*SSL.*|.*TLS.*)\)/);
+    expect(received).toHaveLength(0);
+    expect(await provider({}).call(promptRequest('p'))).toMatchObject({ ok: true, text: '{"a":1}' });
+    expect(received).toHaveLength(1);
+  });
+
   it.each([
     ['a body that is not JSON', { body: 'Internal gateway page' }, 'garbage body (not JSON)'],
     ['JSON without choices', { body: { object: 'error' } }, 'garbage body (no answer in the JSON)'],
