@@ -10,13 +10,13 @@
  * with the command line's V8 settings (bin/v8-flags.js: tiering, heap growth), as it runs.
  */
 import '../../bin/v8-flags.js';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
-import { benchEnv, openEngine, ROOT, runOptions, runStage, scratch, stageOf } from '../lib/engine.js';
+import { BIN, benchEnv, openEngine, ROOT, runOptions, runStage, scratch, stageOf } from '../lib/engine.js';
 import { writeStore } from '../lib/fixtures.js';
 
 const [c, n, latency] = process.argv.slice(2, 5).map(Number);
@@ -35,6 +35,16 @@ function latencyPipeline(dir, baseUrl) {
   writeFileSync(path.join(dir, 'stages', 'judge.yaml'), judge.toString());
 }
 
+/** CPU time of this process's main thread (the event loop), in ms, from /proc; undefined elsewhere. */
+function mainThreadCpuMs() {
+  try {
+    const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'latin1').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in ticks of 1/100 s (USER_HZ)
+  } catch {
+    return undefined;
+  }
+}
+
 async function startServer() {
   const child = spawn(process.execPath, [path.join(here, '..', 'lib', 'judge-server.js'), String(latency)], { stdio: ['pipe', 'pipe', 'inherit'] });
   const [line] = await createInterface({ input: child.stdout })
@@ -51,20 +61,31 @@ try {
   latencyPipeline(dir, `${server.url}/v1`);
   const storeDir = path.join(work.dir, 'store');
   writeStore(storeDir, n, n, (index) => (index % 2 ? 'org' : 'public'));
+  // The store as the engine leaves it: indexed (`<store>/.index/`), which a store written in its
+  // format directly is not — as in batch.js, a first command builds it. A run on a store no
+  // command has indexed (after a bulk import) reads every file first: the `status`/`list` first
+  // rows measure that.
+  spawnSync(process.execPath, [BIN, '--dir', dir, '--store', storeDir, 'status'], { env: benchEnv(work.dir), stdio: 'ignore' });
   const engine = await openEngine(dir, storeDir, benchEnv(work.dir));
   const stage = mode === 'promote' ? stageOf(engine, 'judge') : { ...stageOf(engine, 'judge'), then: undefined };
   const run = runOptions(c);
   const cpuBefore = process.cpuUsage();
+  const mainBefore = mainThreadCpuMs();
   const start = performance.now();
+  const startAt = performance.timeOrigin + start;
   const summary = await runStage(engine, stage, run.options);
   const wallMs = performance.now() - start;
+  const endAt = performance.timeOrigin + start + wallMs;
   // CPU of this process (every thread: the event loop, the thread pool, GC) per proposal.
   const cpu = process.cpuUsage(cpuBefore);
   const cpuMsPerProposal = (cpu.user + cpu.system) / 1000 / n;
+  // The event loop's own share (Linux; 10 ms ticks, so a figure for runs of seconds): the bound at C = 32.
+  const mainMs = mainThreadCpuMs();
+  const mainCpuMsPerProposal = mainMs === undefined || mainBefore === undefined ? undefined : (mainMs - mainBefore) / n;
   const stats = await (await fetch(`${server.url}/stats`)).json();
   const idealMs = Math.ceil(n / c) * latency;
   process.stdout.write(
-    `${JSON.stringify({ c, n, latencyMs: latency, mode, wallMs, idealMs, ratio: wallMs / idealMs, cpuMsPerProposal, requests: stats.requests, maxInFlight: stats.maxInFlight, counts: summary.counts, notes: run.notes.slice(0, 3), maxRssKb: process.resourceUsage().maxRSS })}\n`,
+    `${JSON.stringify({ c, n, latencyMs: latency, mode, wallMs, idealMs, ratio: wallMs / idealMs, cpuMsPerProposal, mainCpuMsPerProposal, serverCpuMsPerProposal: stats.cpuMs / n, firstRequestMs: stats.firstRequestAt - startAt, afterLastAnswerMs: endAt - stats.lastAnswerAt, turnaroundMs: stats.turnaroundMs, requests: stats.requests, maxInFlight: stats.maxInFlight, counts: summary.counts, notes: run.notes.slice(0, 3), maxRssKb: process.resourceUsage().maxRSS })}\n`,
   );
 } finally {
   server.child.kill('SIGTERM');
