@@ -398,6 +398,11 @@ function checkJudge(context: Context, stage: JudgeStageDef, src: SourceFile | un
   }
 }
 
+/** Is `expression` the proposal's id, `{ $field: id }`? */
+function holdsProposalId(expression: unknown): boolean {
+  return typeof expression === 'object' && expression !== null && Object.keys(expression).length === 1 && (expression as { $field?: unknown }).$field === 'id';
+}
+
 function checkPromote(context: Context, stage: PromoteStageDef, src: SourceFile | undefined, out: Collector): void {
   const states = Object.keys(context.machine.states);
   const ledgers = Object.keys(context.def.ledgers ?? {});
@@ -413,6 +418,16 @@ function checkPromote(context: Context, stage: PromoteStageDef, src: SourceFile 
       out.expressions(src, [...at, 'row'], outcome.row, rules);
       if (outcome.key !== undefined && !Object.hasOwn(outcome.row, outcome.key))
         out.error(src, [...at, 'key'], 'config.row_key', `key "${outcome.key}" is not a field of the row`);
+      // The key is what keeps a record from being written twice, and every store looks for it
+      // among the rows of the proposal (PostgreSQL) or of the whole ledger (files): the same rows
+      // only when the key holds the proposal's id, as it is documented to.
+      else if (outcome.key !== undefined && !holdsProposalId(outcome.row[outcome.key]))
+        out.error(
+          src,
+          [...at, 'row', outcome.key],
+          'config.row_key',
+          `key "${outcome.key}" must hold the proposal's id (a record is never written twice for a proposal): write ${outcome.key}: { $field: id }`,
+        );
     }
     if (outcome.write !== undefined && ['proposals', 'cache'].includes(outcome.write))
       out.error(src, [...at, 'write'], 'config.collection', `"${outcome.write}" is reserved by the store`);

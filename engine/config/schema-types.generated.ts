@@ -823,7 +823,7 @@ export interface PromoteStageFile {
         [k: string]: unknown;
       };
       /**
-       * The row field holding the proposal id (a row is never written twice).
+       * The row field holding the proposal id, written `{ $field: id }` (a row is never written twice).
        */
       key?: string;
     } & (
@@ -848,7 +848,7 @@ export interface PromoteStageFile {
             [k: string]: unknown;
           };
           /**
-           * The row field holding the proposal id (a row is never written twice).
+           * The row field holding the proposal id, written `{ $field: id }` (a row is never written twice).
            */
           key: string;
         }

@@ -216,6 +216,16 @@ describe('cross-file rules', () => {
       /machines\/lesson\.yaml:\d+:\d+: a move's to names a collection \(lower-case letters, digits, _ or -\), got \["archived"\]/,
     ],
     [
+      'a promote row whose key is not a field of the row',
+      { 'stages/promote.yaml': (yaml: string) => yaml.replace('    key: id\n', '    key: lesson\n') },
+      /stages\/promote\.yaml:\d+:\d+: key "lesson" is not a field of the row/,
+    ],
+    [
+      'a promote row whose key does not hold the proposal id (the stores would tell records apart differently)',
+      { 'stages/promote.yaml': (yaml: string) => yaml.replace('    key: id\n', '    key: artifact_id\n') },
+      /stages\/promote\.yaml:\d+:\d+: key "artifact_id" must hold the proposal's id \(a record is never written twice for a proposal\): write artifact_id: \{ \$field: id \}/,
+    ],
+    [
       'nested states',
       { 'machines/lesson.yaml': (yaml: string) => yaml.replace('  passed:\n    description:', '  passed:\n    states: { inner: {} }\n    description:') },
       /nested states are not supported/,
