@@ -421,13 +421,16 @@ function checkPromote(context: Context, stage: PromoteStageDef, src: SourceFile 
       // The key is what keeps a record from being written twice, and every store looks for it
       // among the rows of the proposal (PostgreSQL) or of the whole ledger (files): the same rows
       // only when the key holds the proposal's id, as it is documented to.
-      else if (outcome.key !== undefined && !holdsProposalId(outcome.row[outcome.key]))
+      else if (outcome.key !== undefined && !holdsProposalId(outcome.row[outcome.key])) {
+        const row = outcome.row;
+        const holder = Object.keys(row).find((field) => holdsProposalId(row[field]));
         out.error(
           src,
-          [...at, 'row', outcome.key],
+          [...at, 'key'],
           'config.row_key',
-          `key "${outcome.key}" must hold the proposal's id (a record is never written twice for a proposal): write ${outcome.key}: { $field: id }`,
+          `key "${outcome.key}" must name the row field that holds the proposal's id ({ $field: id }), so that a record is never written twice for a proposal${holder !== undefined ? `: here that is key: ${holder}` : ''}`,
         );
+      }
     }
     if (outcome.write !== undefined && ['proposals', 'cache'].includes(outcome.write))
       out.error(src, [...at, 'write'], 'config.collection', `"${outcome.write}" is reserved by the store`);

@@ -223,7 +223,7 @@ describe('cross-file rules', () => {
     [
       'a promote row whose key does not hold the proposal id (the stores would tell records apart differently)',
       { 'stages/promote.yaml': (yaml: string) => yaml.replace('    key: id\n', '    key: artifact_id\n') },
-      /stages\/promote\.yaml:\d+:\d+: key "artifact_id" must hold the proposal's id \(a record is never written twice for a proposal\): write artifact_id: \{ \$field: id \}/,
+      /stages\/promote\.yaml:\d+:\d+: key "artifact_id" must name the row field that holds the proposal's id \(\{ \$field: id \}\), so that a record is never written twice for a proposal: here that is key: id/,
     ],
     [
       'nested states',
