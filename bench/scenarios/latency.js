@@ -65,7 +65,12 @@ try {
   // format directly is not — as in batch.js, a first command builds it. A run on a store no
   // command has indexed (after a bulk import) reads every file first: the `status`/`list` first
   // rows measure that.
-  spawnSync(process.execPath, [BIN, '--dir', dir, '--store', storeDir, 'status'], { env: benchEnv(work.dir), stdio: 'ignore' });
+  const indexed = spawnSync(process.execPath, [BIN, '--dir', dir, '--store', storeDir, 'status'], {
+    env: benchEnv(work.dir),
+    stdio: ['ignore', 'ignore', 'pipe'],
+    encoding: 'utf8',
+  });
+  if (indexed.status !== 0) throw new Error(`status exited ${indexed.status}: ${indexed.stderr.slice(-2000)}`);
   const engine = await openEngine(dir, storeDir, benchEnv(work.dir));
   const stage = mode === 'promote' ? stageOf(engine, 'judge') : { ...stageOf(engine, 'judge'), then: undefined };
   const run = runOptions(c);
