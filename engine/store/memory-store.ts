@@ -87,7 +87,10 @@ export class MemoryStore implements Store {
     };
     const { cache, cacheBytes } = this.shared;
     this.cache = {
-      get: async (key) => (cache.has(key) ? (JSON.parse(cache.get(key)!) as unknown) : undefined),
+      get: async (key, maxBytes = Number.POSITIVE_INFINITY) => {
+        const text = cache.get(key);
+        return text !== undefined && Buffer.byteLength(text) <= maxBytes ? (JSON.parse(text) as unknown) : undefined;
+      },
       put: async (key, value) => void cache.set(key, JSON.stringify(value)),
       // Copies both ways (a Buffer's own slice() is a view, not a copy).
       getBytes: async (key, maxBytes = Number.POSITIVE_INFINITY) => {

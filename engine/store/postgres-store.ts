@@ -325,8 +325,8 @@ export class PostgresStore implements Store {
     this.location = target.display;
     this.schema = target.schema;
     this.cache = {
-      get: async (key) => {
-        const value = await this.cached(key);
+      get: async (key, maxBytes) => {
+        const value = await this.cached(key, maxBytes);
         return value === undefined ? undefined : (JSON.parse(value) as unknown);
       },
       put: (key, value) => this.keep(key, JSON.stringify(value)),

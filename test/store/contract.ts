@@ -508,6 +508,16 @@ export function storeContract(name: string, hooks: ContractHooks): void {
       expect(await store.cache.get('pool-index:test:base')).toEqual({ v: 2 });
     });
 
+    it('treats a JSON entry stored in more bytes than the reader allows as missing', async () => {
+      const store = await make();
+      // 2,012 bytes of JSON (1,000 two-byte characters): what a store adds around it (the file
+      // store's log record: its key's digest) is far less than the margins here.
+      const value = { text: 'é'.repeat(1000) };
+      await store.cache.put('k', value);
+      expect(await store.cache.get('k', 1000)).toBeUndefined();
+      expect(await store.cache.get('k', 3000)).toEqual(value);
+    });
+
     it('keeps bytes by key apart from the JSON entries, replaces them whole, and bounds what it reads', async () => {
       const store = await make();
       const key = 'pool-index:test:base';
