@@ -22,7 +22,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, readSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { writeAll, writeFileAtomic } from '../util/atomic-write.js';
+import { closeQuietly, writeAll, writeFileAtomic } from '../util/atomic-write.js';
 import { isRealDirectory, openRegularSized, readRegularBounded, readRegularBytes } from './files.js';
 import type { AnswerCache } from './types.js';
 
@@ -327,8 +327,8 @@ export class FileAnswerCache implements AnswerCache {
       let lead = '';
       if (size === 0) lead = `{"log":"pipeline answer cache","id":"${randomBytes(8).toString('hex')}"}\n`;
       else {
-        const last = Buffer.alloc(1);
-        if (readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 10) lead = '\n';
+        const last = lastByteAt(fd, size - 1);
+        if (last !== undefined && last !== 10) lead = '\n';
       }
       const bytes = Buffer.from(`${lead}${line}`);
       writeAll(fd, bytes);
@@ -384,14 +384,6 @@ function firstLine(fd: number): string {
 function lastByteAt(fd: number, offset: number): number | undefined {
   const byte = Buffer.alloc(1);
   return readSync(fd, byte, 0, 1, offset) === 1 ? byte[0] : undefined;
-}
-
-function closeQuietly(fd: number): void {
-  try {
-    closeSync(fd);
-  } catch {
-    // already closed: nothing to give back
-  }
 }
 
 function removeQuietly(file: string): boolean {

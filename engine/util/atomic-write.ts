@@ -8,7 +8,7 @@
 import { closeSync, constants, fdatasync, fsync, linkSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { processSuffix, unlinkQuietly } from './temp-names.js';
+import { closeQuietly, processSuffix, unlinkQuietly } from './temp-names.js';
 import { takeSupplied } from './temp-supply.js';
 
 const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
@@ -123,7 +123,7 @@ export function tempName(target: string): string {
   return path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${(++temps).toString(36)}${processSuffix}.tmp`);
 }
 
-export { unlinkQuietly };
+export { closeQuietly, unlinkQuietly };
 
 /**
  * Write `data` to a new temp file beside `target` (fsynced when durable); returns its name. In a

@@ -3,7 +3,7 @@
  * a module below both, as atomic-write.ts imports temp-supply.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { unlinkSync } from 'node:fs';
+import { closeSync, unlinkSync } from 'node:fs';
 
 /** In every temp name this process makes, so two processes that reuse a pid never make the same name. */
 export const processSuffix = randomBytes(3).toString('hex');
@@ -20,5 +20,14 @@ export function unlinkQuietly(file: string): void {
     unlinkSync(file);
   } catch {
     // already gone
+  }
+}
+
+/** Close a descriptor if it is still open. */
+export function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // already closed
   }
 }

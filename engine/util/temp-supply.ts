@@ -20,9 +20,9 @@
  * before), and removes what it did not hand out when it is closed. A killed process's lanes are
  * swept once the writer named in their directory's name is gone (`sweepTempSupplies`).
  */
-import { closeSync, type Dirent, fstatSync, lstatSync, mkdirSync, opendirSync, readFileSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
+import { type Dirent, fstatSync, lstatSync, mkdirSync, opendirSync, readFileSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { supplySuffix, unlinkQuietly } from './temp-names.js';
+import { closeQuietly, supplySuffix, unlinkQuietly } from './temp-names.js';
 import type { Worker } from 'node:worker_threads';
 
 /** Temp files asked for before a supply starts its thread. */
@@ -452,14 +452,6 @@ function entries(dir: string): Dirent[] {
 function discard(temp: Temp): void {
   closeQuietly(temp.fd);
   unlinkQuietly(temp.file);
-}
-
-function closeQuietly(fd: number): void {
-  try {
-    closeSync(fd);
-  } catch {
-    // already closed
-  }
 }
 
 function isRealDirectory(dir: string): boolean {
