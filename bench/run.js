@@ -14,11 +14,12 @@
  * not the numbers); otherwise each 4-second latency row runs three times and reports its median.
  */
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { probeDisk, removeProbes } from './lib/disk.js';
+import { KEEP_SCRATCH } from './lib/engine.js';
 import { perProposal, referenceRatios, renderTables, targets } from './lib/report.js';
 import { measurePool } from './scenarios/pool.js';
 import { measureColdStart, measureList, measureStore } from './scenarios/queries.js';
@@ -57,6 +58,18 @@ const plan = {
 const log = (line) => process.stderr.write(`${line}\n`);
 const began = performance.now();
 
+// Every scenario's scratch directories (its stores, a server's data) go under one directory that
+// is removed when the bench is over, not as each scenario ends: removing a store of 10,000 or
+// 100,000 files right before the next scenario made that scenario's file creations several times
+// dearer for minutes (see `scratch` in lib/engine.js). The scenarios inherit TMPDIR.
+const systemTmp = os.tmpdir();
+const scratchRoot = mkdtempSync(path.join(systemTmp, 'pipeline-bench-'));
+process.env.TMPDIR = scratchRoot;
+process.env[KEEP_SCRATCH] = '1';
+process.on('exit', () => rmSync(scratchRoot, { recursive: true, force: true }));
+process.once('SIGINT', () => process.exit(130));
+process.once('SIGTERM', () => process.exit(143));
+
 /** Run a scenario script in its own Node process; its last stdout line is its JSON result. */
 function child(script, args) {
   const result = spawnSync(process.execPath, [path.join(here, 'scenarios', script), ...args.map(String)], {
@@ -86,7 +99,7 @@ const results = {
     memoryGb: Math.round(os.totalmem() / 2 ** 30),
     node: process.version,
     platform: `${os.platform()} ${os.release()}`,
-    tmpdir: os.tmpdir(),
+    tmpdir: systemTmp,
     // The disk's cost now and after the scenarios (bench/lib/disk.js): the write path follows it.
     disk: [probeDisk()],
   },

@@ -19,10 +19,24 @@ export const { openFileStore } = await import(path.join(DIST, 'store', 'open.js'
 export const { findReviewCommand, runReviewCommand } = await import(path.join(DIST, 'stages', 'review.js'));
 export const { runStage } = await import(path.join(DIST, 'stages', 'index.js'));
 
-/** A scratch directory under the system temp dir; `cleanup()` removes it. */
+/**
+ * Set by `bench/run.js` for itself and its scenarios: scratch directories stay until the whole
+ * bench is over, and it removes them then (see `scratchRoot` there).
+ */
+export const KEEP_SCRATCH = 'PIPELINE_BENCH_KEEP_SCRATCH';
+
+/**
+ * A scratch directory under the system temp dir; `cleanup()` removes it — or, under `bench/run.js`,
+ * leaves it for the end of the bench. On this VM's file system (ext4 without a journal) the
+ * kernel does not reuse an inode freed in the last 1–6 minutes, and a file created in a block
+ * group full of such inodes walks past all of them first: after a scenario removed a store of
+ * 20,000 files, a create cost 150–250 µs instead of 12–50, and the next `run judge --yes` on
+ * 1,000 proposals 0.3 ms more per proposal (docs/performance.md, 2026-12-07, evening). A
+ * scenario measures its own writes, not the removal of the one before it.
+ */
 export function scratch(prefix) {
   const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
-  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  return { dir, cleanup: () => process.env[KEEP_SCRATCH] || rmSync(dir, { recursive: true, force: true }) };
 }
 
 /**
