@@ -14,7 +14,7 @@
  * not the numbers); otherwise each 4-second latency row runs three times and reports its median.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -64,11 +64,28 @@ const began = performance.now();
 // dearer for minutes (see `scratch` in lib/engine.js). The scenarios inherit TMPDIR.
 const systemTmp = os.tmpdir();
 const scratchRoot = mkdtempSync(path.join(systemTmp, 'pipeline-bench-'));
+// Traversable by others, as the system temp dir is: the PostgreSQL scenario's server runs as its own user.
+chmodSync(scratchRoot, 0o755);
 process.env.TMPDIR = scratchRoot;
 process.env[KEEP_SCRATCH] = '1';
 process.on('exit', () => rmSync(scratchRoot, { recursive: true, force: true }));
 process.once('SIGINT', () => process.exit(130));
 process.once('SIGTERM', () => process.exit(143));
+
+/**
+ * Run one scenario (`--only` names); one that fails is reported and the bench goes on, so a
+ * failure near the end (a server that did not start) does not lose the figures before it. The
+ * bench then exits 1.
+ */
+function scenario(name, run) {
+  if (!wanted(name)) return;
+  try {
+    run();
+  } catch (error) {
+    log(`${name}: failed: ${error instanceof Error ? error.message : String(error)}`);
+    (results.failed ??= []).push({ scenario: name, error: String(error instanceof Error ? error.message : error).slice(0, 2000) });
+  }
+}
 
 /** Run a scenario script in its own Node process; its last stdout line is its JSON result. */
 function child(script, args) {
@@ -106,47 +123,47 @@ const results = {
   quick,
 };
 
-if (wanted('lifecycle')) {
+scenario('lifecycle', () => {
   results.lifecycle = [];
   for (const n of plan.lifecycle) {
     log(`lifecycle: ${n} proposals through propose, confirm, judge and promote…`);
     results.lifecycle.push(child('lifecycle.js', [n]));
   }
   results.perProposal = results.lifecycle.map(perProposal);
-}
-if (wanted('batch')) {
+});
+scenario('batch', () => {
   results.batch = [];
   for (const [n, runs] of plan.batch) {
     log(`batch: the binary's run judge --yes on ${n} confirmed proposals (${runs} run${runs > 1 ? 's' : ''})…`);
     results.batch.push(child('batch.js', [n, runs]));
   }
-}
-if (wanted('list')) {
+});
+scenario('list', () => {
   results.list = [];
   for (const size of plan.list) {
     log(`list: ${size} confirmed proposals, all listed…`);
     results.list.push(measureList(size, { log }));
   }
-}
-if (wanted('stores')) {
+});
+scenario('stores', () => {
   results.stores = [];
   for (const size of plan.stores) {
     log(`stores: ${size} proposals…`);
     results.stores.push(measureStore(size, { log }));
   }
-}
-if (wanted('pool')) {
+});
+scenario('pool', () => {
   results.pool = [];
   for (const size of plan.pool) {
     log(`pool: ${size} approved proposals in use…`);
     results.pool.push(measurePool(size, { log }));
   }
-}
-if (wanted('cold')) {
+});
+scenario('cold', () => {
   log('cold start…');
   results.coldStart = measureColdStart();
-}
-if (wanted('latency')) {
+});
+scenario('latency', () => {
   results.latency = [];
   for (const [c, latency, mode, length = 1] of plan.latency) {
     const n = Math.max(c, Math.round(((plan.idealMs * length) / latency) * c));
@@ -159,12 +176,12 @@ if (wanted('latency')) {
     const median = [...each].sort((a, b) => a.ratio - b.ratio)[Math.floor(runs / 2)];
     results.latency.push({ ...median, runs: each.map((run) => Number(run.ratio.toFixed(3))) });
   }
-}
+});
 
-if (wanted('postgres')) {
+scenario('postgres', () => {
   log('postgres: a throwaway server, workers, fixed latency, 1,000,000 proposals…');
   results.postgres = child('postgres.js', quick ? ['--quick'] : []);
-}
+});
 
 results.machine.disk.push(probeDisk());
 removeProbes();
@@ -174,6 +191,10 @@ results.seconds = Math.round((performance.now() - began) / 1000);
 const out = path.join(here, 'results.json');
 writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
 process.stdout.write(`${renderTables(results, results.targets)}\n\nresults: ${path.relative(process.cwd(), out)}\n`);
+if (results.failed) {
+  process.stdout.write(`\nfailed: ${results.failed.map((each) => each.scenario).join(', ')} (their figures are missing above)\n`);
+  process.exitCode = 1;
+}
 const missed = results.targets.filter((row) => !row.met).length;
 process.stdout.write(
   `${results.targets.length - missed} of ${results.targets.length} targets met${missed ? `; ${missed} missed (see docs/performance.md)` : ''}; the bench took ${results.seconds} s\n`,
