@@ -68,7 +68,10 @@ const scratchRoot = mkdtempSync(path.join(systemTmp, 'pipeline-bench-'));
 chmodSync(scratchRoot, 0o755);
 process.env.TMPDIR = scratchRoot;
 process.env[KEEP_SCRATCH] = '1';
-process.on('exit', () => rmSync(scratchRoot, { recursive: true, force: true }));
+process.on('exit', () => {
+  log(`removing the scenarios' scratch directories (${scratchRoot}; a few minutes after a full run)…`);
+  rmSync(scratchRoot, { recursive: true, force: true });
+});
 process.once('SIGINT', () => process.exit(130));
 process.once('SIGTERM', () => process.exit(143));
 
