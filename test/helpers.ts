@@ -49,7 +49,10 @@ export function readableCheckout(user: string): { root: string; bin: string } {
 
 const made: string[] = [];
 afterEach(() => {
-  while (made.length) rmSync(made.pop()!, { recursive: true, force: true });
+  // Retried: a file store a test left open may have its temp-file worker making a file in one of
+  // its lanes for a few more milliseconds (a removal racing it fails with ENOTEMPTY). The store
+  // contract closes every store it opens first.
+  while (made.length) rmSync(made.pop()!, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
 });
 
 /** A temp directory removed after the test. */
