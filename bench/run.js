@@ -18,7 +18,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { probeDisk, removeProbes } from './lib/disk.js';
+import { probeDisk } from './lib/disk.js';
 import { KEEP_SCRATCH } from './lib/engine.js';
 import { perProposal, referenceRatios, renderTables, targets } from './lib/report.js';
 import { measurePool } from './scenarios/pool.js';
@@ -85,8 +85,9 @@ function scenario(name, run) {
   try {
     run();
   } catch (error) {
-    log(`${name}: failed: ${error instanceof Error ? error.message : String(error)}`);
-    (results.failed ??= []).push({ scenario: name, error: String(error instanceof Error ? error.message : error).slice(0, 2000) });
+    const message = error instanceof Error ? error.message : String(error);
+    log(`${name}: failed: ${message}`);
+    (results.failed ??= []).push({ scenario: name, error: message.slice(0, 2000) });
   }
 }
 
@@ -187,7 +188,6 @@ scenario('postgres', () => {
 });
 
 results.machine.disk.push(probeDisk());
-removeProbes();
 results.referenceRatios = referenceRatios(results);
 results.targets = targets(results);
 results.seconds = Math.round((performance.now() - began) / 1000);

@@ -12,16 +12,15 @@
  *            sha-256 of a 2 KiB proposal-like document, µs each (median of 9 batches of 500) —
  *            the same work costs 2× more in some hours than in others.
  *
- * A probe's files stay until `removeProbes()` at the end of the bench: removing 2,000 files would
- * tax the file creations of the scenario that follows it, which is what the probe measures.
+ * A probe's files stay: removing 2,000 files would tax the file creations of the scenario that
+ * follows it, which is what the probe measures. Under `bench/run.js` they are made in the bench's
+ * scratch root (its TMPDIR), which it removes at its exit with everything else.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdtempSync, openSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { median } from './cli.js';
-
-const probes = [];
 
 /** µs per JSON round trip and sha-256 of a 2 KiB document (median of batches). */
 function probeCpu(batches = 9, size = 500) {
@@ -48,7 +47,6 @@ function probeCpu(batches = 9, size = 500) {
 export function probeDisk({ files = 2000, syncs = 200 } = {}) {
   const cpuUs = probeCpu();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'pipeline-bench-disk-'));
-  probes.push(dir);
   const started = performance.now();
   for (let i = 0; i < files; i++) closeSync(openSync(path.join(dir, `f${i}`), 'wx'));
   const createUs = ((performance.now() - started) * 1000) / files;
@@ -66,9 +64,4 @@ export function probeDisk({ files = 2000, syncs = 200 } = {}) {
     closeSync(fd);
   }
   return { at: new Date().toISOString(), createUs: Math.round(createUs), fsyncUs: Math.round(median(each)), cpuUs };
-}
-
-/** Remove every probe's files (once the last figure is taken). */
-export function removeProbes() {
-  for (const dir of probes.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
