@@ -26,8 +26,9 @@ describe('PostgreSQL handle, no server needed', () => {
 
 describe.skipIf(!PG_URL)('PostgreSQL', () => {
   storeContract('postgres store', {
-    make: async (layout) => track(new PostgresStore(parsePostgresUrl(freshSchemaUrl()), layout)),
-    reopen: async (store) => track(new PostgresStore(parsePostgresUrl(`${PG_URL}?schema=${(store as PostgresStore).location.split('schema=')[1]}`), LAYOUT)),
+    // The contract closes what these open, after each test.
+    make: async (layout) => new PostgresStore(parsePostgresUrl(freshSchemaUrl()), layout),
+    reopen: async (store) => new PostgresStore(parsePostgresUrl(`${PG_URL}?schema=${(store as PostgresStore).location.split('schema=')[1]}`), LAYOUT),
     corrupt: async (store, id, text) => (store as PostgresStore).putRaw(id, text),
     expire: async (store, lease) => (store as PostgresStore).expireLease(lease),
   });
