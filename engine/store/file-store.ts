@@ -26,7 +26,7 @@ import { COLLECTION_NAME, readIntents, Journal, type EntryIntent, type Intent } 
 import { LedgerIndex } from './ledger-index.js';
 import { ownerFileName, OwnerFiles, type Held } from './owner-files.js';
 import { isAlive, type ProcessIdentity } from './process-identity.js';
-import { localFileSystem, scanProposals, type KeepReads, type ProposalScan } from './proposal-index.js';
+import { localFileSystem, scanProposals, type ProposalScan, type ReadsListed } from './proposal-index.js';
 import {
   serializeProposal,
   type AnswerCache,
@@ -88,12 +88,6 @@ function failpoint(step: string): void {
   if (FAILPOINT === step) process.kill(process.pid, 'SIGKILL');
 }
 
-/**
- * How many proposals a listing may take from its index scan's own reads (see `list`): enough for
- * a first listing of 10,000 to read each file once, bounded so that a scan of a huge store that
- * nobody has indexed yet never holds more than that many parsed proposals at a time.
- */
-const LIST_KEEP_BUDGET = 10_000;
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -289,9 +283,9 @@ export class FileStore implements Store {
     return parseStored(id, text);
   }
 
-  private async scan(keep?: KeepReads): Promise<ProposalScan> {
+  private async scan(readsListed?: ReadsListed): Promise<ProposalScan> {
     if (!this.dir(this.proposalsDir, false)) return { length: 0, id: () => '', status: () => null, marks: () => 0 };
-    return scanProposals(this.proposalsDir, path.join(this.location, '.index', 'proposals.tsv'), this.marks, keep);
+    return scanProposals(this.proposalsDir, path.join(this.location, '.index', 'proposals.tsv'), this.marks, readsListed);
   }
 
   private markMask(field: string | undefined): number {
@@ -310,8 +304,8 @@ export class FileStore implements Store {
   }
 
   /** `listing`: filled with what is yielded, and kept for the claim pass that may follow when the caller reads to the end. */
-  private async *indexed(query: Query, keep?: KeepReads, listing?: Listing): AsyncIterable<IndexEntry> {
-    const scan = await this.scan(keep);
+  private async *indexed(query: Query, readsListed?: ReadsListed, listing?: Listing): AsyncIterable<IndexEntry> {
+    const scan = await this.scan(readsListed);
     const mask = this.markMask(query.without);
     const wanted = statusFilter(query);
     for (let i = 0; i < scan.length; i++) {
@@ -360,16 +354,11 @@ export class FileStore implements Store {
   }
 
   async *list(query: Query = {}): AsyncIterable<Listed> {
-    // Files the scan has to read anyway (new or changed since the index) are listed from that
-    // read: the first listing of a store costs one read and parse per file, not two.
     const wanted = statusFilter(query);
     // Each entry is read below and kept by its own status: the scan need not stat those it would
     // list by their indexed status (unless a mark is to leave some out, which only the index knows).
-    const keep: KeepReads = { wanted, budget: LIST_KEEP_BUDGET, into: new Map(), readsListed: query.without === undefined };
-    for await (const entry of this.indexed(query, keep)) {
-      const kept = keep.into.get(entry.id);
-      keep.into.delete(entry.id);
-      const read: ReadResult = kept ? { kind: 'found', stored: { id: entry.id, proposal: kept.record, version: kept.text } } : await this.read(entry.id);
+    for await (const entry of this.indexed(query, query.without === undefined ? wanted : undefined)) {
+      const read = await this.read(entry.id);
       if (read.kind === 'malformed') yield { kind: 'malformed', id: entry.id, reason: read.reason };
       else if (read.kind === 'found' && wanted(read.stored.proposal['status'])) yield read;
     }

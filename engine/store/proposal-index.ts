@@ -65,15 +65,8 @@ export interface ProposalScan {
 
 const EMPTY_SCAN: ProposalScan = { length: 0, id: () => '', status: () => null, marks: () => 0 };
 
-/**
- * Parse a proposal file just enough for the index; `record` is the parsed object (absent when
- * the file is not a JSON object), so a caller that wants the whole proposal need not parse again.
- */
-export function parseHead(
-  text: string,
-  markFields: readonly string[],
-  id?: string,
-): { status: string | null; marks: number; record?: Record<string, unknown> } {
+/** Parse a proposal file just enough for the index: its status (null when malformed) and marks. */
+export function parseHead(text: string, markFields: readonly string[], id?: string): { status: string | null; marks: number } {
   try {
     const value = JSON.parse(text) as unknown;
     if (!value || typeof value !== 'object' || Array.isArray(value)) return { status: null, marks: 0 };
@@ -83,38 +76,25 @@ export function parseHead(
     markFields.forEach((field, bit) => {
       if (hasPath(record, field)) marks |= 1 << bit;
     });
-    return { status: typeof record['status'] === 'string' ? record['status'] : null, marks, record };
+    return { status: typeof record['status'] === 'string' ? record['status'] : null, marks };
   } catch {
     return { status: null, marks: 0 };
   }
 }
 
-/** A proposal file the scan read in full: its text and the object parsed from it. */
-export interface ReadDuringScan {
-  text: string;
-  record: Record<string, unknown>;
-}
-
 /**
- * What a scan may hand on of the files it had to read (new or changed since the cache): those
- * whose status `wanted` accepts, at most `budget` of them, put into `into` by id. A listing that
- * follows the scan then prints them without reading and parsing each file a second time — the
- * first listing of a store the index has not seen costs one read per file, not two. The budget
- * keeps memory bounded whatever the caller does with the rest.
+ * The statuses a listing that follows the scan reads every entry of, keeping each only if the
+ * file's own status is one of them (a listing by status, with no mark to leave out): an indexed
+ * entry of such a status is then passed on without a stat — a file changed since is read by the
+ * listing anyway. Entries of other statuses, and racy ones, are checked as always, so none that
+ * became wanted is missed and none is settled unseen.
+ *
+ * The scan hands the listing no file it read: until 2026-12-07 it kept up to 10,000 of them
+ * (text and parsed object) so that a first listing read each file once, and the parsed objects
+ * kept alive through the scan came to cost the young generation more than reading them again
+ * (docs/performance.md, "2026-12-07, late evening").
  */
-export interface KeepReads {
-  wanted: (status: string) => boolean;
-  budget: number;
-  into: Map<string, ReadDuringScan>;
-  /**
-   * The caller reads every entry it is given and keeps it only if the file's own status is wanted
-   * (a listing by status, with no mark to leave out): an indexed entry of a wanted status is then
-   * passed on without a stat — a file changed since is read by the caller anyway. Entries of
-   * other statuses, and racy ones, are checked as always, so none that became wanted is missed
-   * and none is settled unseen.
-   */
-  readsListed?: boolean;
-}
+export type ReadsListed = (status: string) => boolean;
 
 /**
  * Does a trusted cache line record a status (not a malformed file) that `wanted` accepts? A racy
@@ -697,7 +677,7 @@ function writeCache(cacheFile: string, header: string, built: ScanBuilder, cache
  * Bring the cache up to date with the proposals directory and return it. Files that changed
  * since the last scan are read again; the cache file is rewritten only when something changed.
  */
-export async function scanProposals(proposalsDir: string, cacheFile: string, markFields: readonly string[], keep?: KeepReads): Promise<ProposalScan> {
+export async function scanProposals(proposalsDir: string, cacheFile: string, markFields: readonly string[], readsListed?: ReadsListed): Promise<ProposalScan> {
   // The directory's signature before its names are read, and the time then: a name added after
   // this moves its times, to a later step of the file system's clock when its last change was
   // over RACY_MS before it — however long the listing itself then takes.
@@ -706,7 +686,7 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   if (!directory) return EMPTY_SCAN;
   const cache = CacheFile.open(cacheFile, markFields.join(','));
   try {
-    return await scanWith(cache, proposalsDir, cacheFile, markFields, keep, lookedAt, directory);
+    return await scanWith(cache, proposalsDir, cacheFile, markFields, readsListed, lookedAt, directory);
   } finally {
     cache?.close();
   }
@@ -718,7 +698,7 @@ async function scanWith(
   proposalsDir: string,
   cacheFile: string,
   markFields: readonly string[],
-  keep: KeepReads | undefined,
+  readsListed: ReadsListed | undefined,
   lookedAt: number,
   directory: Stats,
 ): Promise<ProposalScan> {
@@ -787,8 +767,6 @@ async function scanWith(
       }
       scanReads.count++;
       const head = parseHead(text, markFields, id);
-      if (keep && head.record && head.status !== null && keep.into.size < keep.budget && keep.wanted(head.status))
-        keep.into.set(id, { text, record: head.record });
       // A status with a tab or a newline is not a state of any machine; keep the line intact.
       const line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${stat.mtimeMs}\t${stat.size}\t${stat.ino}\t${stat.ctimeMs}`;
       // A racy entry read again to the same line changes nothing, unless this scan's record of it
@@ -815,7 +793,7 @@ async function scanWith(
           hasLine = cached!.next();
         }
         // A listing reads what it lists: an entry it wants by its indexed status needs no stat here.
-        const line = previous !== undefined && keep?.readsListed && listedAsIndexed(previous, keep.wanted, trustedBefore) ? previous : check(i, id, previous);
+        const line = previous !== undefined && readsListed && listedAsIndexed(previous, readsListed, trustedBefore) ? previous : check(i, id, previous);
         if (line === undefined) continue;
         if (line === null) {
           recordDirectory = '';
