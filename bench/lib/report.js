@@ -163,7 +163,7 @@ export function targets(results) {
     'lifecycle (one process)',
     (results.perProposal ?? []).map((row) => ({ n: row.n, rss: row.maxRssKb })),
   );
-  for (const key of ['statusWarm', 'statusFirst', 'listWarm', 'reviewOne', 'runPromoteIdle'])
+  for (const key of ['statusWarm', 'statusFirst', 'listWarm', 'listFirst', 'reviewOne', 'runPromoteIdle'])
     flat(
       key,
       (results.stores ?? []).map((store) => ({ n: store.size, rss: store[key]?.maxRssKb })),
