@@ -81,6 +81,13 @@ export async function startPostgres(bin: string): Promise<PgServer> {
     chownSync(sock, uid, gid);
   }
   chmodSync(dir, 0o755);
+  // initdb's own "Permission denied" would not say why: a private TMPDIR (0700, owned by root).
+  if (asRoot && spawnSync('runuser', ['-u', 'postgres', '--', 'test', '-x', dir]).status !== 0) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(
+      `the postgres user cannot reach ${dir}: as root, the test server runs as postgres, and some directory above it (TMPDIR=${os.tmpdir()}) is closed to other users; point TMPDIR at one they can traverse, such as /tmp`,
+    );
+  }
   run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
   const port = await freePort();
   // fsync stays on: durability is part of what the tests and the bench stand for.
