@@ -78,7 +78,7 @@ export function measureList(size, { log = () => {} } = {}) {
     writeStore(store, size, size);
     warmConfigCache(env, work.dir);
     const args = ['--store', store, 'list', '--state', 'confirmed', '--json'];
-    const first = timeCommand(args, env, work.dir, { runs: 3, before: () => dropStatusIndex(store) });
+    const first = timeCommand(args, env, work.dir, { runs: 5, before: () => dropStatusIndex(store) });
     const warm = timeCommand(args, env, work.dir, { runs: 5 });
     const listed = JSON.parse(warm.last.stdout());
     if (listed.length !== size) throw new Error(`list printed ${listed.length} proposals, expected ${size}`);
