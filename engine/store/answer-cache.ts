@@ -23,7 +23,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, readSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { closeQuietly, writeAll, writeFileAtomic } from '../util/atomic-write.js';
-import { isRealDirectory, openRegularSized, readRegularBounded, readRegularBytes } from './files.js';
+import { isRealDirectory, lastByteAt, openRegularSized, readRegularBounded, readRegularBytes } from './files.js';
 import type { AnswerCache } from './types.js';
 
 const { O_RDONLY, O_RDWR, O_APPEND, O_CREAT } = constants;
@@ -381,11 +381,6 @@ function firstLine(fd: number): string {
 }
 
 /** The byte at `offset` of an open file (undefined past its end). */
-function lastByteAt(fd: number, offset: number): number | undefined {
-  const byte = Buffer.alloc(1);
-  return readSync(fd, byte, 0, 1, offset) === 1 ? byte[0] : undefined;
-}
-
 function removeQuietly(file: string): boolean {
   try {
     // Usually there is nothing to remove: a failed stat is cheaper than a failed unlink.

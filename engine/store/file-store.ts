@@ -21,7 +21,18 @@ import { isUlid } from '../util/ids.js';
 import { isObject } from '../util/json-path.js';
 import { readAuditIndex, type AuditMemo } from './audit-index.js';
 import { FileAnswerCache } from './answer-cache.js';
-import { appendDurably, appendText, isRealDirectory, lastByte, parseJsonLines, readRegular, readRegularFrom, sizeOf, sweepTemps } from './files.js';
+import {
+  appendDurably,
+  appendText,
+  isRealDirectory,
+  lastByte,
+  parseJsonLines,
+  readRegular,
+  readRegularFrom,
+  restOfTornLine,
+  sizeOf,
+  sweepTemps,
+} from './files.js';
 import { COLLECTION_NAME, readIntents, Journal, type EntryIntent, type Intent } from './journal.js';
 import { LedgerIndex } from './ledger-index.js';
 import { ownerFileName, OwnerFiles, type Held } from './owner-files.js';
@@ -151,7 +162,6 @@ export class FileStore implements Store {
   private readonly ledgerIndex = new LedgerIndex();
   private readonly auditMemo: AuditMemo = { unsaved: 0 };
   private readonly checkedDirs = new Set<string>();
-  private readonly freshTails = new Set<string>();
   private readonly claims = new Map<string, Held>();
   private readonly queues = new Map<string, string[]>();
   /**
@@ -715,33 +725,50 @@ export class FileStore implements Store {
     return syncs;
   }
 
-  /** Append rows as whole lines in one write, starting on a fresh line, and make them durable. */
+  /**
+   * Append rows as whole lines in one write, starting on a fresh line, and make them durable. A
+   * log that ends mid-line (a writer was killed halfway through its append, or a crash cut it)
+   * gets its newline first, under a lock, so two processes never both add one (an empty line).
+   */
   private async appendRows(file: string, rows: readonly Record<string, unknown>[] | readonly AuditRow[]): Promise<void> {
     if (rows.length === 0) return;
     this.dir(this.location, true);
-    await this.freshLine(file);
-    const { created } = await appendDurably(file, rows.map((row) => `${JSON.stringify(row)}\n`).join(''));
-    if (created) await fsyncDir(this.location);
+    const text = rows.map((row) => `${JSON.stringify(row)}\n`).join('');
+    for (;;) {
+      const { created, midLine } = await appendDurably(file, text, { afterLine: true });
+      if (created) await fsyncDir(this.location);
+      if (!midLine) return;
+      await this.atTail(file, () => {
+        const last = lastByte(file);
+        if (last !== undefined && last !== 0x0a) appendText(file, '\n');
+      });
+    }
   }
 
   /**
-   * A log that a crash left ending mid-line gets its newline before this process appends to it
-   * the first time — under a lock, so two processes never both add one (an empty line).
+   * Finish a row that the dead writer of a commit began: its write was cut at a page boundary
+   * (`restOfTornLine`), so the rest of the row's bytes are appended and the row is whole, as its
+   * commit wrote it — not a second row beside half of one. Anything else is left to `appendRows`.
    */
-  private async freshLine(file: string): Promise<void> {
-    if (this.freshTails.has(file)) return;
-    const last = lastByte(file);
-    if (last !== undefined && last !== 0x0a) {
-      this.dir(path.join(this.location, '.locks'), true);
-      const held = await this.owners.acquire(this.lockFile(`${path.basename(file)}.tail`));
-      try {
-        const again = lastByte(file);
-        if (again !== undefined && again !== 0x0a) appendText(file, '\n');
-      } finally {
-        await held.release();
-      }
+  private async finishRow(file: string, offset: number, row: object): Promise<boolean> {
+    const line = Buffer.from(`${JSON.stringify(row)}\n`);
+    return this.atTail(file, async () => {
+      const rest = restOfTornLine(file, offset, line);
+      if (rest === undefined) return false;
+      await appendDurably(file, rest); // bytes: the cut may fall inside a character
+      return true;
+    });
+  }
+
+  /** Run `fix` on the end of a log under its tail lock (see `appendRows`). */
+  private async atTail<T>(file: string, fix: () => T | Promise<T>): Promise<T> {
+    this.dir(path.join(this.location, '.locks'), true);
+    const held = await this.owners.acquire(this.lockFile(`${path.basename(file)}.tail`));
+    try {
+      return await fix();
+    } finally {
+      await held.release();
     }
-    this.freshTails.add(file);
   }
 
   async appendLedger(ledger: string, row: Record<string, unknown>): Promise<void> {
@@ -1028,11 +1055,17 @@ export class FileStore implements Store {
     }
     for (const [index, write] of intent.ledger.entries()) {
       const ledgerFile = ledgerFiles[index]!;
-      const [found] = rowsAfter(ledgerFile, intent.offsets[path.basename(ledgerFile)] ?? 0, [write.row]);
-      if (!found) {
-        await this.appendRows(ledgerFile, [write.row]);
-        did = true;
-      }
+      const offset = intent.offsets[path.basename(ledgerFile)] ?? 0;
+      const [found] = rowsAfter(ledgerFile, offset, [write.row]);
+      if (found) continue;
+      if (!(await this.finishRow(ledgerFile, offset, write.row))) await this.appendRows(ledgerFile, [write.row]);
+      did = true;
+    }
+    // The commit wrote its audit rows in one write: the first missing one may be half there.
+    const first = auditFound.indexOf(false);
+    if (first >= 0 && (await this.finishRow(auditFile, intent.offsets[AUDIT_FILE] ?? 0, intent.audit[first]!))) {
+      auditFound[first] = true;
+      did = true;
     }
     const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
     const missing = intent.audit.filter((_row, index) => !auditFound[index]).map((row) => ({ ...row, repaired: true as const, repaired_at: now }));

@@ -210,22 +210,63 @@ export function lastByte(file: string): number | undefined {
   }
   try {
     const { size } = fstatSync(fd);
-    if (size === 0) return undefined;
-    const last = Buffer.alloc(1);
-    readSync(fd, last, 0, 1, size - 1);
-    return last[0];
+    return size === 0 ? undefined : lastByteAt(fd, size - 1);
   } finally {
     closeSync(fd);
   }
 }
 
-/** Open `file` to append to it, creating it if need be (`created`). */
-function openAppend(file: string): { fd: number; inode: string; created: boolean } {
+/** The byte of an open file at `offset`, or undefined past its end. */
+export function lastByteAt(fd: number, offset: number): number | undefined {
+  const byte = Buffer.alloc(1);
+  return readSync(fd, byte, 0, 1, offset) === 1 ? byte[0] : undefined;
+}
+
+/**
+ * A killed process's write stops at a page boundary: the kernel copies a write into the page cache
+ * a page at a time and gives up between pages once the process is being killed. Every page size
+ * in use is a multiple of this one.
+ */
+const PAGE = 4096;
+
+/**
+ * The rest of `line` when `file` ends with its beginning the way a killed write leaves it: the
+ * file ends mid-line at a page boundary, and the bytes of that last line — which starts at or
+ * after `offset` — are a proper prefix of `line`. Undefined otherwise (or when the file cannot be
+ * read as a regular file).
+ */
+export function restOfTornLine(file: string, offset: number, line: Buffer): Buffer | undefined {
+  let opened: { fd: number; size: number };
   try {
-    return { ...openRegularSized(file, O_WRONLY | O_APPEND), created: false };
+    opened = openRegularSized(file, O_RDONLY);
+  } catch {
+    return undefined;
+  }
+  const { fd, size } = opened;
+  try {
+    if (size % PAGE !== 0 || size <= offset) return undefined;
+    // The last line's bytes, and the one before them: a newline, or the log's start.
+    const from = Math.max(offset, size - line.length) - (offset > 0 ? 1 : 0);
+    const tail = Buffer.alloc(size - Math.max(0, from));
+    if (readSync(fd, tail, 0, tail.length, Math.max(0, from)) !== tail.length) return undefined;
+    const newline = tail.lastIndexOf(0x0a);
+    const start = newline >= 0 ? newline + 1 : from <= 0 ? 0 : -1;
+    if (start < 0 || Math.max(0, from) + start < offset) return undefined;
+    const begun = tail.subarray(start);
+    if (begun.length === 0 || begun.length >= line.length || !line.subarray(0, begun.length).equals(begun)) return undefined;
+    return line.subarray(begun.length);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Open `file` to append to it (`access`: O_WRONLY, or O_RDWR to read it too), creating it if need be (`created`). */
+function openAppend(file: string, access = O_WRONLY): { fd: number; inode: string; size: number; created: boolean } {
+  try {
+    return { ...openRegularSized(file, access | O_APPEND), created: false };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    return { ...openRegularSized(file, O_WRONLY | O_APPEND | O_CREAT), created: true };
+    return { ...openRegularSized(file, access | O_APPEND | O_CREAT), created: true };
   }
 }
 
@@ -249,11 +290,22 @@ export function appendText(file: string, text: string): { created: boolean } {
  * written through (not the file opened again) and is shared with concurrent appends to the same
  * file — the same inode, not just the same name, so an append to a file that replaced another
  * (a journal removed and made again) is never answered by a sync of the old one.
+ *
+ * `afterLine`: only onto a file that ends with a newline (or is empty). One that ends mid-line
+ * gets nothing (`midLine`): a process killed while it appended left half a line there — the
+ * kernel ends a killed process's write at a page boundary — and text appended to it would be
+ * glued to that half, and lost with it. The caller finishes the line first. Asked of every append,
+ * since such a half line can appear at any moment another writer is killed.
  */
-export async function appendDurably(file: string, text: string): Promise<{ created: boolean }> {
-  const { fd, inode, created } = openAppend(file);
+export async function appendDurably(
+  file: string,
+  text: string | Uint8Array,
+  options: { afterLine?: boolean } = {},
+): Promise<{ created: boolean; midLine?: true }> {
+  const { fd, inode, size, created } = openAppend(file, options.afterLine ? O_RDWR : O_WRONLY);
   try {
-    writeAll(fd, Buffer.from(text));
+    if (options.afterLine && size > 0 && lastByteAt(fd, size - 1) !== 0x0a) return { created, midLine: true };
+    writeAll(fd, typeof text === 'string' ? Buffer.from(text) : text);
     await groupSyncOpen(`${file}\u0000${inode}`, fd);
   } finally {
     closeSync(fd);
