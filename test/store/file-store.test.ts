@@ -772,17 +772,27 @@ describe('file store: a commit lands whole, whatever point a crash hits', () => 
   };
   const passRow = `${JSON.stringify({ at: '2026-11-01T00:00:01Z', id: ID, event: 'pass', from: 'pending', to: 'passed', stage: 'test', actor: 'cli' })}\n`;
 
-  it('finishes a ledger row its killed writer cut at a page boundary, instead of leaving half of it beside a second one', async () => {
+  const ledgerRow = `${JSON.stringify({ id: ID, reason: null })}\n`;
+  /**
+   * A commit killed before its ledger row, and then `half` at the end of the ledger, which ends
+   * `cut` bytes after its last whole line (a page boundary when `half` is that long). The next
+   * store finishes the commit; returns the ledger's text before and after that.
+   */
+  const halfLedgerRow = async (cut: number, half: string) => {
     const store = make();
     const version = await seed(store);
     const file = path.join(store.location, 'passed.jsonl');
-    const row = `${JSON.stringify({ id: ID, reason: null })}\n`;
-    fillTo(file, 10);
+    fillTo(file, cut);
+    crashAt(store.location, 'document', version, ledger);
+    appendFileSync(file, half);
     const before = readFileSync(file, 'utf8');
-    crashAt(store.location, 'document', version, ledger); // killed before its ledger row
-    appendFileSync(file, row.slice(0, 10)); // as a kill inside that row's write leaves it
     await expectFinishedFirst(make(store.location), version);
-    expect(readFileSync(file, 'utf8')).toBe(before + row);
+    return { before, after: readFileSync(file, 'utf8') };
+  };
+
+  it('finishes a ledger row its killed writer cut at a page boundary, instead of leaving half of it beside a second one', async () => {
+    const { before, after } = await halfLedgerRow(10, ledgerRow.slice(0, 10)); // as a kill inside that row's write leaves it
+    expect(after).toBe(before.slice(0, -10) + ledgerRow);
   });
 
   it('finishes an audit row its killed writer cut at a page boundary: the row as its commit wrote it', async () => {
@@ -803,27 +813,12 @@ describe('file store: a commit lands whole, whatever point a crash hits', () => 
   });
 
   it('leaves a half line that no killed write of this commit explains, and writes the row whole after it', async () => {
-    const store = make();
-    const version = await seed(store);
-    const file = path.join(store.location, 'passed.jsonl');
-    const row = `${JSON.stringify({ id: ID, reason: null })}\n`;
     // Cut one byte short of a page boundary (a power cut, say): not this commit's killed write.
-    fillTo(file, 11);
-    crashAt(store.location, 'document', version, ledger);
-    appendFileSync(file, row.slice(0, 10));
-    const before = readFileSync(file, 'utf8');
-    await expectFinishedFirst(make(store.location), version);
-    expect(readFileSync(file, 'utf8')).toBe(`${before}\n${row}`);
+    const shortOfPage = await halfLedgerRow(11, ledgerRow.slice(0, 10));
+    expect(shortOfPage.after).toBe(`${shortOfPage.before}\n${ledgerRow}`);
     // At a page boundary, but not the start of this row (another row's): the same.
-    const other = make();
-    const otherVersion = await seed(other);
-    const otherFile = path.join(other.location, 'passed.jsonl');
-    fillTo(otherFile, 10);
-    crashAt(other.location, 'document', otherVersion, ledger);
-    appendFileSync(otherFile, '{"id":"01B');
-    const planted = readFileSync(otherFile, 'utf8');
-    await expectFinishedFirst(make(other.location), otherVersion);
-    expect(readFileSync(otherFile, 'utf8')).toBe(`${planted}\n${row}`);
+    const another = await halfLedgerRow(10, '{"id":"01B');
+    expect(another.after).toBe(`${another.before}\n${ledgerRow}`);
   });
 
   it('starts every row on a fresh line, also when a writer was killed halfway through its own after this process last appended', async () => {
