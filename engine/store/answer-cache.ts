@@ -380,7 +380,6 @@ function firstLine(fd: number): string {
   return buffer.toString('latin1', 0, newline >= 0 ? newline : read);
 }
 
-/** The byte at `offset` of an open file (undefined past its end). */
 function removeQuietly(file: string): boolean {
   try {
     // Usually there is nothing to remove: a failed stat is cheaper than a failed unlink.
