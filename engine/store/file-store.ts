@@ -29,7 +29,8 @@ import {
   parseJsonLines,
   readRegular,
   readRegularFrom,
-  restOfTornLine,
+  endLine,
+  finishTornLine,
   sizeOf,
   sweepTemps,
 } from './files.js';
@@ -729,6 +730,9 @@ export class FileStore implements Store {
    * Append rows as whole lines in one write, starting on a fresh line, and make them durable. A
    * log that ends mid-line (a writer was killed halfway through its append, or a crash cut it)
    * gets its newline first, under a lock, so two processes never both add one (an empty line).
+   * The check and the write are two system calls: a writer killed between them can still leave
+   * half a line that this append is glued to (a window of microseconds, where until 2026-12-07 it
+   * was a process's whole life after its first append to the log).
    */
   private async appendRows(file: string, rows: readonly Record<string, unknown>[] | readonly AuditRow[]): Promise<void> {
     if (rows.length === 0) return;
@@ -738,26 +742,18 @@ export class FileStore implements Store {
       const { created, midLine } = await appendDurably(file, text, { afterLine: true });
       if (created) await fsyncDir(this.location);
       if (!midLine) return;
-      await this.atTail(file, () => {
-        const last = lastByte(file);
-        if (last !== undefined && last !== 0x0a) appendText(file, '\n');
-      });
+      await this.atTail(file, () => endLine(file));
     }
   }
 
   /**
    * Finish a row that the dead writer of a commit began: its write was cut at a page boundary
-   * (`restOfTornLine`), so the rest of the row's bytes are appended and the row is whole, as its
-   * commit wrote it — not a second row beside half of one. Anything else is left to `appendRows`.
+   * (`finishTornLine`), so the rest of the row's bytes are appended and the row is whole, as its
+   * commit wrote it — not a second row beside half of one. False (nothing finished, or the row
+   * found broken afterwards) leaves the row to `appendRows`.
    */
   private async finishRow(file: string, offset: number, row: object): Promise<boolean> {
-    const line = Buffer.from(`${JSON.stringify(row)}\n`);
-    return this.atTail(file, async () => {
-      const rest = restOfTornLine(file, offset, line);
-      if (rest === undefined) return false;
-      await appendDurably(file, rest); // bytes: the cut may fall inside a character
-      return true;
-    });
+    return this.atTail(file, () => finishTornLine(file, offset, Buffer.from(`${JSON.stringify(row)}\n`)));
   }
 
   /** Run `fix` on the end of a log under its tail lock (see `appendRows`). */

@@ -230,12 +230,18 @@ export function lastByteAt(fd: number, offset: number): number | undefined {
 const PAGE = 4096;
 
 /**
- * The rest of `line` when `file` ends with its beginning the way a killed write leaves it: the
- * file ends mid-line at a page boundary, and the bytes of that last line — which starts at or
- * after `offset` — are a proper prefix of `line`. Undefined otherwise (or when the file cannot be
- * read as a regular file).
+ * How long the end of a log must hold still before it is taken for what a dead writer left: a live
+ * writer's append grows the file a page at a time too, and looks the same while it lasts.
  */
-export function restOfTornLine(file: string, offset: number, line: Buffer): Buffer | undefined {
+const SETTLE_MS = 50;
+
+/**
+ * Where `file` ends with the beginning of `line` the way a killed write leaves it: the file ends
+ * mid-line at a page boundary, and the bytes of that last line — which starts at or after
+ * `offset` — are a proper prefix of `line`. Undefined otherwise (or when the file cannot be read
+ * as a regular file).
+ */
+function tornLine(file: string, offset: number, line: Buffer): { at: number; size: number; rest: Buffer } | undefined {
   let opened: { fd: number; size: number };
   try {
     opened = openRegularSized(file, O_RDONLY);
@@ -251,13 +257,64 @@ export function restOfTornLine(file: string, offset: number, line: Buffer): Buff
     if (readSync(fd, tail, 0, tail.length, Math.max(0, from)) !== tail.length) return undefined;
     const newline = tail.lastIndexOf(0x0a);
     const start = newline >= 0 ? newline + 1 : from <= 0 ? 0 : -1;
-    if (start < 0 || Math.max(0, from) + start < offset) return undefined;
+    const at = Math.max(0, from) + start;
+    if (start < 0 || at < offset) return undefined;
     const begun = tail.subarray(start);
     if (begun.length === 0 || begun.length >= line.length || !line.subarray(0, begun.length).equals(begun)) return undefined;
-    return line.subarray(begun.length);
+    return { at, size, rest: line.subarray(begun.length) };
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Finish `line`, which a killed write left begun at the end of `file` (see `tornLine`), by
+ * appending the rest of its bytes; true when the line is then whole in the file. The end of the
+ * file must first hold still for SETTLE_MS, and the line is read back afterwards: a live writer's
+ * append that was under way, or that landed between, leaves the line broken, and false then tells
+ * the caller to write it whole on a fresh line. The caller holds the log's tail lock.
+ */
+export async function finishTornLine(file: string, offset: number, line: Buffer): Promise<boolean> {
+  const first = tornLine(file, offset, line);
+  if (!first) return false;
+  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+  const torn = tornLine(file, offset, line);
+  if (!torn || torn.at !== first.at || torn.size !== first.size) return false;
+  await appendDurably(file, torn.rest); // bytes: the cut may fall inside a character
+  try {
+    return readRegularFrom(file, torn.at, line.length).equals(line);
+  } catch {
+    return false;
+  }
+}
+
+/** A regular file's size and last byte (undefined when missing or empty). */
+function tailOf(file: string): { size: number; last: number | undefined } | undefined {
+  let opened: { fd: number; size: number };
+  try {
+    opened = openRegularSized(file, O_RDONLY);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  try {
+    return { size: opened.size, last: opened.size === 0 ? undefined : lastByteAt(opened.fd, opened.size - 1) };
+  } finally {
+    closeSync(opened.fd);
+  }
+}
+
+/**
+ * Give a log that ends mid-line its newline — once its end has held still for SETTLE_MS: a live
+ * writer's append under way ends mid-line too, and a newline added then would land after it, an
+ * empty line. The caller holds the log's tail lock, and appends again either way.
+ */
+export async function endLine(file: string): Promise<void> {
+  const first = tailOf(file);
+  if (first?.last === undefined || first.last === 0x0a) return;
+  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+  const again = tailOf(file);
+  if (again?.size === first.size && again.last !== 0x0a) appendText(file, '\n');
 }
 
 /** Open `file` to append to it (`access`: O_WRONLY, or O_RDWR to read it too), creating it if need be (`created`). */
