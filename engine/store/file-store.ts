@@ -25,7 +25,6 @@ import {
   appendDurably,
   appendText,
   isRealDirectory,
-  lastByte,
   parseJsonLines,
   readRegular,
   readRegularFrom,

@@ -199,23 +199,6 @@ export function isRealDirectory(dir: string): boolean {
   throw new NotRegularFile(dir, `${describeType(stat)} where a directory belongs`);
 }
 
-/** The last byte of a regular file, or undefined when it is missing or empty. */
-export function lastByte(file: string): number | undefined {
-  let fd: number;
-  try {
-    fd = openRegular(file, O_RDONLY);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-  try {
-    const { size } = fstatSync(fd);
-    return size === 0 ? undefined : lastByteAt(fd, size - 1);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** The byte of an open file at `offset`, or undefined past its end. */
 export function lastByteAt(fd: number, offset: number): number | undefined {
   const byte = Buffer.alloc(1);
