@@ -5,7 +5,7 @@
  * is never cached, so a re-run after a crash pays for nothing twice and repeats no bad answer.
  * Without the cache (`--no-cache`) nothing is read from it or written to it.
  */
-import type { Usage } from '../jury/verdict.js';
+import { normalizeUsage, type Usage } from '../jury/verdict.js';
 import type { AnswerCache } from '../store/types.js';
 import { extractJson } from './extract-json.js';
 import { DEFAULT_MAX_ANSWER_BYTES, type Provider, type ProviderRequest } from './types.js';
@@ -60,7 +60,8 @@ export async function callProvider(cache: AnswerCache, provider: Provider, reque
     const hit = await cache.get(key, 6 * maxBytes + 64 * 1024);
     if (isCachedAnswer(hit)) {
       const parsed = parse(hit.text, maxBytes);
-      if (parsed.ok) return { ok: true, value: parsed.value, usage: hit.usage, cached: true, keep: noop };
+      // The cache is a file of the store like any other: its usage is read as an answer's is.
+      if (parsed.ok) return { ok: true, value: parsed.value, usage: normalizeUsage(hit.usage), cached: true, keep: noop };
     }
   }
   const result = await provider.call(request);
