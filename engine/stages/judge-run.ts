@@ -89,7 +89,11 @@ export function judgeRun(engine: Engine, stage: JudgeStageDef, providers: Provid
     },
     async work(id, lease, options) {
       const read = await engine.store.read(id);
-      if (read.kind === 'malformed') return { outcome: 'refused', refused: true, note: malformedFileNote(id, read.reason) };
+      if (read.kind === 'malformed') {
+        // Made unreadable since the run selected it (SPEC §4: reported, skipped, never counted).
+        options.note(malformedFileNote(id, read.reason));
+        return undefined;
+      }
       if (read.kind !== 'found' || read.stored.proposal['status'] !== stage.from) return undefined; // decided by someone else meanwhile
       const then = followUpOf(engine, stage, 'run');
       const judgement = await judgePanel(engine, stage, read.stored, {

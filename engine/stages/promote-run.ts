@@ -33,9 +33,13 @@ export function promoteRun(engine: Engine, stage: PromoteStageDef): StageRun<str
     async plan(ids) {
       return { ...emptyPlan(stage.name), items: ids.length };
     },
-    async work(id, lease) {
+    async work(id, lease, options) {
       const read = await engine.store.read(id);
-      if (read.kind === 'malformed') return { outcome: 'refused', refused: true, note: malformedFileNote(id, read.reason) };
+      if (read.kind === 'malformed') {
+        // Made unreadable since the run selected it (SPEC §4: reported, skipped, never counted).
+        options.note(malformedFileNote(id, read.reason));
+        return undefined;
+      }
       if (read.kind !== 'found') return undefined;
       const result = await promote(engine, stage, read.stored, 'run', lease);
       const warnings = result.warnings.map((warning) => `warning: ${warning}`);
