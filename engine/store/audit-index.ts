@@ -5,10 +5,10 @@
  * a log that shrank or was replaced is read again from the start. Never required for
  * correctness: delete the cache and it is rebuilt.
  */
-import { lstatSync, mkdirSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { readRegular, readRegularFrom } from './files.js';
+import { cacheDirUsable, makeCacheDir, readRegular, readRegularFrom } from './files.js';
 
 const FORMAT = 'pipeline-audit-index 2';
 
@@ -19,7 +19,7 @@ function loadCache(file: string): { ino: number; offset: number; last: LastAudit
   const last: LastAudits = new Map();
   let text: string | undefined;
   try {
-    text = readRegular(file);
+    text = cacheDirUsable(path.dirname(file)) ? readRegular(file) : undefined;
   } catch {
     text = undefined;
   }
@@ -84,7 +84,7 @@ export async function readAuditIndex(log: string, cacheFile: string, memo: Audit
     const lines = [`${FORMAT}\t${cache.ino}\t${cache.offset}`];
     for (const [id, { event, to, at }] of cache.last) lines.push(`${id}\t${event.replace(/[\t\n]/g, ' ')}\t${to.replace(/[\t\n]/g, ' ')}\t${at}`);
     try {
-      mkdirSync(path.dirname(cacheFile), { recursive: true });
+      makeCacheDir(path.dirname(cacheFile));
       await writeFileAtomic(cacheFile, `${lines.join('\n')}\n`, { durable: false });
     } catch {
       // an unwritable cache (a read-only store) only makes the next call slower

@@ -23,6 +23,7 @@ import { readAuditIndex, type AuditMemo } from './audit-index.js';
 import { FileAnswerCache } from './answer-cache.js';
 import {
   appendDurably,
+  DOCUMENT_MAX_BYTES,
   appendText,
   isRealDirectory,
   parseJsonLines,
@@ -32,6 +33,7 @@ import {
   finishTornLine,
   sizeOf,
   sweepTemps,
+  TooLarge,
 } from './files.js';
 import { COLLECTION_NAME, readIntents, Journal, type EntryIntent, type Intent } from './journal.js';
 import { LedgerIndex } from './ledger-index.js';
@@ -284,10 +286,11 @@ export class FileStore implements Store {
     if (!this.dir(this.proposalsDir, false)) return { kind: 'missing' };
     let text: string | undefined;
     try {
-      text = readRegular(file);
+      text = readRegular(file, DOCUMENT_MAX_BYTES);
     } catch (error) {
       if (error instanceof NotRegularFile) return { kind: 'malformed', reason: notRegularReason(error) };
-      throw error;
+      if (error instanceof TooLarge) return { kind: 'malformed', reason: `larger than ${DOCUMENT_MAX_BYTES / (1024 * 1024)} MiB` };
+      throw error; // (one this user may not read: said as such, naming it — see describeFileStoreFailure)
     }
     if (text === undefined) return { kind: 'missing' };
     return parseStored(id, text);
@@ -482,9 +485,9 @@ export class FileStore implements Store {
   async readEntry(collection: string, id: string): Promise<unknown | undefined> {
     let text: string | undefined;
     try {
-      text = readRegular(this.entryFile(collection, id));
+      text = readRegular(this.entryFile(collection, id), DOCUMENT_MAX_BYTES);
     } catch (error) {
-      if (error instanceof NotRegularFile) return null;
+      if (error instanceof NotRegularFile || error instanceof TooLarge) return null;
       throw error;
     }
     if (text === undefined) return undefined;
@@ -625,7 +628,7 @@ export class FileStore implements Store {
     const held = await this.lockProposal(id);
     try {
       if (change.lease && !this.owners.holds(this.claimFile(change.lease.stage, change.lease.key))) return { ok: false, reason: 'lease' };
-      const current = readRegular(file);
+      const current = readRegular(file, DOCUMENT_MAX_BYTES);
       if (current === undefined) return { ok: false, reason: 'missing' };
       if (current !== change.version) return { ok: false, reason: 'changed' };
       const entries: EntryIntent[] = [];
@@ -791,9 +794,9 @@ export class FileStore implements Store {
     for await (const entry of this.indexed({})) {
       let text: string | undefined;
       try {
-        text = readRegular(this.proposalFile(entry.id));
+        text = readRegular(this.proposalFile(entry.id), DOCUMENT_MAX_BYTES);
       } catch {
-        continue; // not a file: nothing to copy
+        continue; // not a file (or past any proposal's size): nothing to copy
       }
       if (text === undefined) continue;
       const read = parseStored(entry.id, text);
@@ -1032,7 +1035,7 @@ export class FileStore implements Store {
       const file = this.proposalFile(intent.id);
       let current: string | undefined;
       try {
-        current = readRegular(file);
+        current = readRegular(file, DOCUMENT_MAX_BYTES);
       } catch {
         return false; // something that is not a file is there now: nothing true to finish
       }

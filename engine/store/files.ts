@@ -15,7 +15,7 @@
  * the commits of concurrent work overlap, and concurrent syncs of one file or directory are
  * shared (group commit).
  */
-import { closeSync, constants, fstatSync, lstatSync, opendirSync, openSync, promises as fs, readSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, opendirSync, openSync, promises as fs, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { groupSyncOpen, NotRegularFile, writeAll } from '../util/atomic-write.js';
 import { isAlive } from './process-identity.js';
@@ -66,21 +66,40 @@ export function openRegularSized(file: string, flags: number, mode = 0o644): { f
  */
 const SCRATCH = Buffer.allocUnsafe(64 * 1024);
 
-/** Read all of an open file, `first` being what was already read of it. */
-function readAllFd(fd: number, size: number, first?: Buffer): Buffer {
+/** Read all of an open file, `first` being what was already read of it; undefined past `max` bytes (never reading more than one byte past). */
+function readAllFd(fd: number, size: number, first?: Buffer, max = Number.POSITIVE_INFINITY): Buffer | undefined {
   const chunks: Buffer[] = first ? [first] : [];
   let total = first?.length ?? 0;
   const chunk = Math.max(size + 1 - total, 4096);
   for (;;) {
-    const buffer = Buffer.allocUnsafe(chunk);
-    const read = readSync(fd, buffer, 0, chunk, null);
+    if (total > max) return undefined;
+    const want = Math.min(chunk, max + 1 - total);
+    const buffer = Buffer.allocUnsafe(want);
+    const read = readSync(fd, buffer, 0, want, null);
     if (read === 0) break;
     chunks.push(buffer.subarray(0, read));
     total += read;
     // A regular file on a local file system reads short only at its end: no second read to learn that it is over.
-    if (read < chunk) break;
+    if (read < want) break;
   }
+  if (total > max) return undefined;
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+}
+
+/**
+ * The most a document of the store — a proposal, a pool entry — may hold. A larger one is
+ * malformed, and never read whole: one planted file must not cost every listing its memory.
+ */
+export const DOCUMENT_MAX_BYTES = 16 * 1024 * 1024;
+
+/** A document larger than it may be; `stat`: what its open saw (its signature). */
+export class TooLarge extends Error {
+  constructor(
+    readonly file: string,
+    readonly stat: Stats,
+  ) {
+    super(`${file} is larger than ${DOCUMENT_MAX_BYTES / (1024 * 1024)} MiB`);
+  }
 }
 
 /** A regular file opened to read it, with its size; undefined when it does not exist. */
@@ -93,12 +112,14 @@ function openToRead(file: string): { fd: number; size: number; stat: Stats } | u
   }
 }
 
-/** The text of a regular file; undefined when it does not exist. Throws NotRegularFile. */
-export function readRegular(file: string): string | undefined {
+/** The text of a regular file; undefined when it does not exist. Throws NotRegularFile, and TooLarge past `max` bytes. */
+export function readRegular(file: string, max?: number): string | undefined {
   const opened = openToRead(file);
   if (!opened) return undefined;
   try {
-    return readOpened(opened.fd, opened.size);
+    const text = readOpened(opened.fd, opened.size, max);
+    if (text === undefined) throw new TooLarge(file, opened.stat);
+    return text;
   } finally {
     closeSync(opened.fd);
   }
@@ -108,24 +129,30 @@ export function readRegular(file: string): string | undefined {
  * `readRegular`, with what the open file's fstat said of it: for a reader that would otherwise
  * `lstat` the file first (the open refuses a link or a FIFO as an `lstat` would show it).
  */
-export function readRegularStat(file: string): { text: string; stat: Stats } | undefined {
+export function readRegularStat(file: string, max?: number): { text: string; stat: Stats } | undefined {
   const opened = openToRead(file);
   if (!opened) return undefined;
   try {
-    return { text: readOpened(opened.fd, opened.size), stat: opened.stat };
+    const text = readOpened(opened.fd, opened.size, max);
+    if (text === undefined) throw new TooLarge(file, opened.stat);
+    return { text, stat: opened.stat };
   } finally {
     closeSync(opened.fd);
   }
 }
 
-/** The text of an open regular file whose fstat said `size` (it may have grown or shrunk since). */
-export function readOpened(fd: number, size: number): string {
-  if (size >= SCRATCH.length) return readAllFd(fd, size).toString('utf8');
+/**
+ * The text of an open regular file whose fstat said `size` (it may have grown or shrunk since);
+ * undefined when it holds more than `max` bytes.
+ */
+export function readOpened(fd: number, size: number, max = Number.POSITIVE_INFINITY): string | undefined {
+  if (size > max) return undefined;
+  if (size >= SCRATCH.length) return readAllFd(fd, size, undefined, max)?.toString('utf8');
   const read = readSync(fd, SCRATCH, 0, SCRATCH.length, null);
   // A regular file on a local file system reads short only at its end; one that grew past the
   // scratch since the fstat is read on.
-  if (read < SCRATCH.length) return SCRATCH.toString('utf8', 0, read);
-  return readAllFd(fd, size, Buffer.from(SCRATCH)).toString('utf8');
+  if (read < SCRATCH.length) return read > max ? undefined : SCRATCH.toString('utf8', 0, read);
+  return readAllFd(fd, size, Buffer.from(SCRATCH), max)?.toString('utf8');
 }
 
 /** `readRegular`, refusing (RangeError) a file over `maxBytes`; never reads more than that. */
@@ -189,6 +216,21 @@ export function sizeOf(file: string): number {
   if (!stat) return 0;
   if (!stat.isFile()) throw new NotRegularFile(file, describeType(stat));
   return stat.size;
+}
+
+/**
+ * May a derived cache (`.index/…`) be kept in `dir`: a real directory, or nothing yet (made when
+ * the cache is first written)? A link or anything else there is never read or written through.
+ */
+export function cacheDirUsable(dir: string): boolean {
+  const stat = lstatSync(dir, { throwIfNoEntry: false });
+  return stat === undefined || stat.isDirectory();
+}
+
+/** Make a derived cache's directory; throws when what is there is not a real directory (a link put there). */
+export function makeCacheDir(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  if (!isRealDirectory(dir)) throw new Error(`${dir} is gone`);
 }
 
 /** Is `dir` a real directory (not a link to one)? Throws NotRegularFile for anything else there. */

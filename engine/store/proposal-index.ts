@@ -30,12 +30,12 @@
  * with what survives: whole-store queries at 100,000 peaked at 134–160 MB, now 77–80 (55 at
  * 1,000).
  */
-import { closeSync, constants, type Dir, lstatSync, mkdirSync, opendirSync, openSync, readSync, type Stats, statfsSync } from 'node:fs';
+import { closeSync, constants, type Dir, lstatSync, opendirSync, openSync, readSync, type Stats, statfsSync } from 'node:fs';
 import path from 'node:path';
 import { isUlid } from '../util/ids.js';
 import { hasPath } from '../util/json-path.js';
-import { install, tempName, unlinkQuietly, writeAll } from '../util/atomic-write.js';
-import { openRegularSized, readRegular, readRegularStat } from './files.js';
+import { install, NotRegularFile, tempName, unlinkQuietly, writeAll } from '../util/atomic-write.js';
+import { cacheDirUsable, DOCUMENT_MAX_BYTES, makeCacheDir, openRegularSized, readRegular, readRegularStat, TooLarge } from './files.js';
 import { PackedIds, statFiles, type FileStat } from './parallel-stat.js';
 import { wrongId } from './types.js';
 
@@ -229,6 +229,7 @@ class CacheFile {
   static open(file: string, fields: string): CacheFile | undefined {
     let fd: number;
     let size: number;
+    if (!cacheDirUsable(path.dirname(file))) return undefined;
     try {
       ({ fd, size } = openRegularSized(file, constants.O_RDONLY));
     } catch {
@@ -539,7 +540,7 @@ class FreshLines {
   }
   private addToFile(line: string, most: number): { place: number; bytes: number } {
     if (!this.spill) {
-      mkdirSync(path.dirname(this.beside), { recursive: true });
+      makeCacheDir(path.dirname(this.beside));
       const file = tempName(this.beside);
       this.spill = { fd: openSync(file, 'wx+', 0o600), file, written: 0, buffer: Buffer.allocUnsafe(chunkBytes), pending: 0 };
     }
@@ -623,7 +624,7 @@ class BlockWriter {
  * synced: a cache lost in a crash is rebuilt).
  */
 function writeCache(cacheFile: string, header: string, built: ScanBuilder, cache: CacheFile | undefined): void {
-  mkdirSync(path.dirname(cacheFile), { recursive: true });
+  makeCacheDir(path.dirname(cacheFile));
   const temp = tempName(cacheFile);
   const fd = openSync(temp, 'wx', 0o644);
   try {
@@ -692,6 +693,9 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   }
 }
 
+/** What a cache line keeps of a file's stat: enough to tell whether it changed. */
+const signatureOf = (stat: Stats): FileStat => ({ mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino, ctimeMs: stat.ctimeMs });
+
 /** The scan itself, with the cache (when there is one) held open for its whole length. */
 async function scanWith(
   cache: CacheFile | undefined,
@@ -741,11 +745,15 @@ async function scanWith(
         // Not in the cache (a new file; every file, the first time): it is read anyway, and its
         // fstat is the signature — no lstat before the open.
         try {
-          const read = readRegularStat(`${prefix}${id}.json`);
+          const read = readRegularStat(`${prefix}${id}.json`, DOCUMENT_MAX_BYTES);
           text = read?.text;
-          stat = read && { mtimeMs: read.stat.mtimeMs, size: read.stat.size, ino: read.stat.ino, ctimeMs: read.stat.ctimeMs };
-        } catch {
-          stat = null; // a link, FIFO or directory named like a proposal, or unreadable: malformed
+          stat = read && signatureOf(read.stat);
+        } catch (error) {
+          // Too large: a file that does not parse, kept with its signature (read again only once it
+          // changes). A link, FIFO or directory named like a proposal, or one this user may not read
+          // (another may): malformed here, never kept.
+          stat = error instanceof TooLarge ? signatureOf(error.stat) : null;
+          text = '';
         }
       } else stat = stats.at(i);
       if (stat === undefined || stat === null) {
@@ -756,9 +764,14 @@ async function scanWith(
       if (previous !== undefined && changedAt < trustedBefore && endsWithSignature(previous, stat)) return previous;
       if (text === undefined) {
         try {
-          text = readRegular(`${prefix}${id}.json`);
-        } catch {
-          text = ''; // replaced by something that is not a file meanwhile: malformed
+          text = readRegular(`${prefix}${id}.json`, DOCUMENT_MAX_BYTES);
+        } catch (error) {
+          // One this user may not read (another may): malformed here, never kept.
+          if (!(error instanceof TooLarge || error instanceof NotRegularFile)) {
+            changed = true;
+            return null;
+          }
+          text = ''; // too large, or replaced by something that is not a file meanwhile: malformed
         }
         if (text === undefined) {
           changed = true;

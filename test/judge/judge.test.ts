@@ -308,6 +308,28 @@ describe('the answer cache', () => {
     expect(result.spent).toEqual([usage]);
   });
 
+  it('reads a cached answer as untrusted: its usage is whole token counts or null, nothing else', async () => {
+    const { cacheKey } = await import('../../engine/providers/call.js');
+    const id = await confirmed('org');
+    const first = panel(
+      () => ({ ok: false, outage: 'HTTP 503' }),
+      () => verdict(),
+    );
+    await judge(id, first.source);
+    // Someone who can write the store rewrites the kept answer's usage.
+    const key = cacheKey(first.providers.adversarial, first.providers.adversarial.calls[0]!.prompt, '1');
+    const kept = (await t.engine.store.cache.get(key)) as { text: string };
+    expect(kept.text).toContain('"passed":true');
+    await t.engine.store.cache.put(key, { text: kept.text, usage: { tokens_in: 'x'.repeat(20), tokens_out: -5, evil: { nested: [1] } } });
+    const second = panel(
+      () => verdict(),
+      () => verdict(),
+    );
+    expect((await judge(id, second.source)).outcome.kind).toBe('committed');
+    expect(second.providers.adversarial.calls).toHaveLength(0);
+    expect(read(id).verdict.judges.map((judge: { usage: unknown }) => judge.usage)).toEqual([usage, { tokens_in: null, tokens_out: null }]);
+  });
+
   it('commits the verdict when the answers cannot be cached: the cache is never required', async () => {
     const id = await confirmed('org');
     const cache = t.engine.store.cache;
@@ -415,6 +437,53 @@ describe('runs', () => {
     expect(read(held).status).toBe('confirmed');
     expect(read(free).status).toBe('approved');
     expect(notes.join('\n')).toMatch(new RegExp(`${held}: another run still holds it`));
+  });
+});
+
+describe('a proposal file that breaks during a run', () => {
+  it('is reported by id and skipped: never counted, never refused (SPEC §4)', async () => {
+    const { runStage } = await import('../../engine/stages/index.js');
+    const broken = await confirmed('org');
+    const whole = await confirmed('org');
+    // Truncated by hand after the run selected it, before it claims it.
+    const claim = t.engine.store.claim.bind(t.engine.store);
+    t.engine.store.claim = async (...args) => {
+      writeFileSync(path.join(t.storeDir, 'proposals', `${broken}.json`), '');
+      return claim(...args);
+    };
+    onTestFinished(() => {
+      t.engine.store.claim = claim;
+    });
+    const notes: string[] = [];
+    const summary = await runStage(t.engine, stage, quietRun({ note: (line) => notes.push(line), providers: panel(() => verdict()).source }));
+    expect(summary.counts).toMatchObject({ approved: 1, refused: 0 });
+    expect(summary.refused).toEqual([]);
+    expect(read(whole).status).toBe('approved');
+    expect(notes.join('\n')).toMatch(new RegExp(`${broken}: the proposal file is .* skipped, left as it is`));
+    expect(readFileSync(path.join(t.storeDir, 'proposals', `${broken}.json`), 'utf8')).toBe('');
+  });
+
+  it('is skipped the same way by a promote run', async () => {
+    const { runStage } = await import('../../engine/stages/index.js');
+    const promote = t.pipeline.stages.find((candidate) => candidate.kind === 'promote')!;
+    const ids = [await confirmed('org'), await confirmed('org')];
+    const detached = { ...stage, then: undefined };
+    expect((await runStage(t.engine, detached, quietRun({ providers: panel(() => verdict()).source }))).counts).toMatchObject({ approved: 2 });
+    const [broken, whole] = ids as [string, string];
+    const claim = t.engine.store.claim.bind(t.engine.store);
+    t.engine.store.claim = async (...args) => {
+      writeFileSync(path.join(t.storeDir, 'proposals', `${broken}.json`), '{"status": "appro');
+      return claim(...args);
+    };
+    onTestFinished(() => {
+      t.engine.store.claim = claim;
+    });
+    const notes: string[] = [];
+    const summary = await runStage(t.engine, promote, quietRun({ note: (line) => notes.push(line) }));
+    expect(summary.refused).toEqual([]);
+    expect(summary.counts['refused'] ?? 0).toBe(0);
+    expect(read(whole).promoted_at).toBeDefined();
+    expect(notes.join('\n')).toMatch(new RegExp(`${broken}: the proposal file is .* skipped, left as it is`));
   });
 });
 

@@ -365,6 +365,26 @@ describe('file store: files', () => {
     });
   });
 
+  it('reports a proposal file past any proposal’s size as malformed, reads at most a byte past the bound, and reads it again only once it changes', async () => {
+    const store = make();
+    await seed(store);
+    const big = '01ARZ3NDEKTSV4RRFFQ69G5FB4';
+    const file = path.join(store.location, 'proposals', `${big}.json`);
+    await withClockAt(Date.now() + 5000, async () => {
+      await all(store.index());
+      writeFileSync(file, '{"status": "pending", "padding": "');
+      truncateSync(file, 16 * 1024 * 1024 + 1); // sparse: costs no disk
+      for (let round = 0; round < 3; round++) {
+        const reads = scanReads.count;
+        const listed = (await all(store.list({ status: 'pending' }))).map((entry) => (entry.kind === 'found' ? entry.stored.id : `${entry.id} ${entry.kind}`));
+        const counted = (await all(store.index())).filter((entry) => entry.status === 'pending').map((entry) => entry.id);
+        // The first scan reads the new file (and refuses it past the bound); later ones trust its signature.
+        expect([round, listed, counted, scanReads.count - reads]).toEqual([round, [ID, `${big} malformed`], [ID], round === 0 ? 1 : 0]);
+      }
+    });
+    expect(await store.read(big)).toEqual({ kind: 'malformed', reason: 'larger than 16 MiB' });
+  });
+
   it('lists the directory when the cache under a trusted directory is not what a scan writes', async () => {
     const store = make();
     const ids = ['01ARZ3NDEKTSV4RRFFQ69G5FA1', '01ARZ3NDEKTSV4RRFFQ69G5FA2', '01ARZ3NDEKTSV4RRFFQ69G5FA3'];
@@ -629,6 +649,25 @@ describe('file store: nothing outside the store, nothing that blocks', () => {
     await expect(store.appendLedger('passed', { id: ID })).rejects.toThrow(/passed\.jsonl is a symbolic link, not a regular file/);
     await expect(store.create({ proposal: pending, key: 'a', audit: created })).rejects.toThrow(/events\.jsonl is a symbolic link/);
     expect(readFileSync(outside, 'utf8')).toBe('original\n');
+  });
+
+  it('never reads or writes its index through a link put where .index belongs (a read-only command included)', async () => {
+    const store = make();
+    await seed(store);
+    const outside = tempDir('pipeline-outside-');
+    for (const name of ['proposals.tsv', 'audit.tsv']) writeFileSync(path.join(outside, name), 'precious\n');
+    rmSync(path.join(store.location, '.index'), { recursive: true, force: true });
+    symlinkSync(outside, path.join(store.location, '.index'));
+    // Enough audit rows that the index of last rows is saved (it is saved every 2,000 rows read).
+    const row = JSON.stringify({ ...created, event: 'note', from: 'pending' });
+    appendFileSync(path.join(store.location, 'events.jsonl'), `${row}\n`.repeat(2001));
+    for (let pass = 0; pass < 2; pass++) {
+      const reader = make(store.location);
+      expect((await all(reader.index())).map((entry) => [entry.id, entry.status])).toEqual([[ID, 'pending']]);
+      expect((await reader.lastAudit(ID))?.event).toBe('note');
+    }
+    expect(readdirSync(outside).sort()).toEqual(['audit.tsv', 'proposals.tsv']);
+    for (const name of ['proposals.tsv', 'audit.tsv']) expect(readFileSync(path.join(outside, name), 'utf8')).toBe('precious\n');
   });
 
   it('refuses a store whose proposals directory is a link out of it', async () => {

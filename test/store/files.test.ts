@@ -2,7 +2,7 @@ import { closeSync, mkdtempSync, openSync, rmSync, symlinkSync, writeFileSync } 
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readOpened, readRegular } from '../../engine/store/files.js';
+import { readOpened, readRegular, readRegularStat, TooLarge } from '../../engine/store/files.js';
 import { NotRegularFile } from '../../engine/util/atomic-write.js';
 
 describe('readRegular', () => {
@@ -52,7 +52,7 @@ describe('readRegular', () => {
       writeFileSync(file, text);
       const fd = openSync(file, 'r');
       try {
-        const read = readOpened(fd, seen);
+        const read = readOpened(fd, seen)!;
         expect([seen, size, read.length]).toEqual([seen, size, text.length]);
         expect(read === text).toBe(true);
       } finally {
@@ -79,5 +79,23 @@ describe('readRegular', () => {
     writeFileSync(path.join(dir, 'target.json'), '{}');
     symlinkSync(path.join(dir, 'target.json'), path.join(dir, 'link.json'));
     expect(() => readRegular(path.join(dir, 'link.json'))).toThrow(NotRegularFile);
+  });
+
+  it('refuses a file past its bound, never reading more than one byte past it, even one that grew since its fstat', () => {
+    const dir = scratch();
+    const file = path.join(dir, 'big.json');
+    for (const size of [10, 65_536, 300_001]) {
+      writeFileSync(file, 'x'.repeat(size));
+      expect(readRegular(file, size)).toHaveLength(size);
+      expect(() => readRegular(file, size - 1)).toThrow(TooLarge);
+      expect(() => readRegularStat(file, size - 1)).toThrow(expect.objectContaining({ stat: expect.objectContaining({ size }) }));
+      const fd = openSync(file, 'r');
+      try {
+        // The fstat said it was small: it grew past the bound since.
+        expect(readOpened(fd, 5, size - 1)).toBeUndefined();
+      } finally {
+        closeSync(fd);
+      }
+    }
   });
 });
