@@ -18,6 +18,7 @@
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, opendirSync, openSync, promises as fs, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { groupSyncOpen, NotRegularFile, writeAll } from '../util/atomic-write.js';
+import { processSuffix, supplySuffix } from '../util/temp-names.js';
 import { isAlive } from './process-identity.js';
 
 const { O_RDONLY, O_WRONLY, O_RDWR, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
@@ -400,8 +401,18 @@ export function pidAlive(pid: number): boolean {
   return isAlive({ pid });
 }
 
-/** A temp file's name (see `tempName`): the pid of the process that wrote it. */
-const TEMP_NAME = /\.(\d+)\.[0-9a-z]+\.tmp$/;
+/** A temp file's name (see `tempName`): the pid of the process that wrote it, and its counter and suffix. */
+const TEMP_NAME = /\.(\d+)\.([0-9a-z]+)\.tmp$/;
+
+/**
+ * Did a process that is alive write the temp file named `pid`, `tail`? One with this process's
+ * pid but not its suffix was left by an earlier process that had the same pid (a restarted
+ * container's pid 1): dead.
+ */
+function writerAlive(pid: number, tail: string): boolean {
+  if (pid === process.pid) return tail.endsWith(processSuffix) || tail.endsWith(supplySuffix);
+  return pidAlive(pid);
+}
 
 /**
  * Remove the temp files (`….<pid>.<random>.tmp`) that killed processes left in `dirs`: a temp
@@ -430,7 +441,7 @@ export async function sweepTemps(dirs: readonly string[], minAgeMs = 10_000): Pr
     }
     for (const name of leftovers) {
       const match = TEMP_NAME.exec(name)!;
-      if (pidAlive(Number(match[1]))) continue;
+      if (writerAlive(Number(match[1]), match[2]!)) continue;
       const file = path.join(dir, name);
       const stat = lstatSync(file, { throwIfNoEntry: false });
       if (!stat || !stat.isFile() || Date.now() - stat.mtimeMs < minAgeMs) continue;

@@ -20,11 +20,14 @@
  * before), and removes what it did not hand out when it is closed. A killed process's lanes are
  * swept once the writer named in their directory's name is gone (`sweepTempSupplies`).
  */
-import { type Dirent, fstatSync, lstatSync, mkdirSync, opendirSync, readFileSync, renameSync, rmdirSync, unlinkSync } from 'node:fs';
+import { type Dirent, fstatSync, lstatSync, mkdirSync, opendirSync, readFileSync, renameSync, rmdirSync, type Stats, unlinkSync } from 'node:fs';
 import path from 'node:path';
+import { inDirectory } from './in-directory.js';
 import { closeQuietly, supplySuffix, unlinkQuietly } from './temp-names.js';
 import type { Worker } from 'node:worker_threads';
 
+/** The setgid bit of a mode (POSIX; not among Node's fs constants). */
+const SETGID = 0o2000;
 /** Temp files asked for before a supply starts its thread. */
 const START_AFTER = 16;
 /** Temp files made in a lane at a time. */
@@ -110,6 +113,8 @@ export class TempSupply {
   private serving: Lane | undefined;
   /** Target directories a temp file could not be moved into (another file system, no permission…). */
   private readonly refused = new Set<string>();
+  /** Target directories whose mode was looked at (see `take`). */
+  private readonly looked = new Set<string>();
   private asks = 0;
   private worker: Worker | undefined;
   private failed = false;
@@ -136,21 +141,35 @@ export class TempSupply {
     if (this.closed || this.failed || this.refused.has(dir)) return undefined;
     this.idle?.refresh();
     if (++this.asks < START_AFTER) return undefined;
+    if (!this.looked.has(dir)) {
+      this.looked.add(dir);
+      // A file made in a setgid directory takes the directory's group; one made in a lane and moved
+      // there would keep the lane's (a team's shared store would lose its group's access to it).
+      if (((lstatSync(dir, { throwIfNoEntry: false })?.mode ?? 0) & SETGID) !== 0) this.refused.add(dir);
+      if (this.refused.has(dir)) return undefined;
+    }
     if (!this.serving || this.serving.temps.length === 0) this.serving = this.full.shift();
     const made = this.serving?.temps.pop();
     let temp: Temp | undefined;
     if (made) {
       const file = path.join(dir, path.basename(made.file));
       try {
-        renameSync(made.file, file);
-        // What was moved is the file the descriptor writes (not one planted in a lane since).
-        const moved = lstatSync(file);
+        // Still the empty file the worker made, named only in its lane: nothing was written to it
+        // or linked to it there since (a writer of the store could), and nothing but it is moved in.
         const held = fstatSync(made.fd);
-        if (!moved.isFile() || moved.ino !== held.ino || moved.dev !== held.dev) {
-          unlinkQuietly(file);
-          closeQuietly(made.fd);
+        const same = (stat: Stats | undefined) => stat?.isFile() === true && stat.ino === held.ino && stat.dev === held.dev;
+        if (held.size !== 0 || held.nlink !== 1 || !same(lstatSync(made.file, { throwIfNoEntry: false }))) {
+          discard(made);
           this.fail();
-        } else temp = { fd: made.fd, file };
+        } else {
+          renameSync(made.file, file);
+          // What was moved is the file the descriptor writes (not one swapped in since the look).
+          if (!same(lstatSync(file))) {
+            unlinkQuietly(file);
+            closeQuietly(made.fd);
+            this.fail();
+          } else temp = { fd: made.fd, file };
+        }
       } catch (error) {
         // Another file system, no permission, not a directory: never asked again for it.
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.refused.add(dir);
@@ -405,33 +424,36 @@ export function takeSupplied(target: string, mode: number | undefined): Temp | u
  */
 export function sweepTempSupplies(tmp: string, alive: (owner: string) => boolean, minAgeMs = 10_000): number {
   let removed = 0;
-  let names: string[];
   try {
-    if (!lstatSync(tmp).isDirectory()) return 0;
-    names = entries(tmp)
-      .map((entry) => entry.name)
-      .filter((name) => SUPPLY_DIR.test(name));
-  } catch {
-    return 0;
-  }
-  for (const name of names) {
-    if (alive(SUPPLY_DIR.exec(name)![1]!)) continue;
-    const dir = path.join(tmp, name);
-    try {
-      const stat = lstatSync(dir);
-      // A link or a file named like a supply's directory is not one: never followed.
-      if (!stat.isDirectory() || Date.now() - stat.mtimeMs < minAgeMs) continue;
-      for (const lane of entries(dir)) {
-        if (!/^l\d+$/.test(lane.name) || !lane.isDirectory()) continue;
-        for (const temp of entries(path.join(dir, lane.name)))
-          if (temp.isFile() && temp.name.endsWith('.tmp')) unlinkSync(path.join(dir, lane.name, temp.name));
-        rmdirSync(path.join(dir, lane.name));
+    // Through descriptors, each level held open (see `inDirectory`): a link swapped in for a
+    // directory after it was looked at is never followed, so nothing outside the store is removed.
+    removed = inDirectory(tmp, (inTmp) => {
+      let count = 0;
+      for (const name of entries(inTmp('')).map((entry) => entry.name)) {
+        if (!SUPPLY_DIR.test(name) || alive(SUPPLY_DIR.exec(name)![1]!)) continue;
+        try {
+          const stat = lstatSync(inTmp(name));
+          // A link or a file named like a supply's directory is not one: never followed.
+          if (!stat.isDirectory() || Date.now() - stat.mtimeMs < minAgeMs) continue;
+          inDirectory(inTmp(name), (inSupply) => {
+            for (const lane of entries(inSupply(''))) {
+              if (!/^l\d+$/.test(lane.name) || !lane.isDirectory()) continue;
+              inDirectory(inSupply(lane.name), (inLane) => {
+                for (const temp of entries(inLane(''))) if (temp.isFile() && temp.name.endsWith('.tmp')) unlinkSync(inLane(temp.name));
+              });
+              rmdirSync(inSupply(lane.name));
+            }
+          });
+          rmdirSync(inTmp(name));
+          count++;
+        } catch {
+          // something else in it, swapped, or removed meanwhile: left alone
+        }
       }
-      rmdirSync(dir);
-      removed++;
-    } catch {
-      // something else in it, or removed meanwhile: left alone
-    }
+      return count;
+    });
+  } catch {
+    return 0; // no .tmp, or something other than a directory there
   }
   removeDir(tmp);
   return removed;

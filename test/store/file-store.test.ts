@@ -28,6 +28,7 @@ import { Journal } from '../../engine/store/journal.js';
 import { directoryListingsSkipped, localFileSystem, scanReads, setCacheChunk } from '../../engine/store/proposal-index.js';
 import type { AuditRow, Store } from '../../engine/store/types.js';
 import { ROOT, tempDir } from '../helpers.js';
+import { processSuffix } from '../../engine/util/temp-names.js';
 import { LAYOUT, storeContract } from './contract.js';
 import { fileStoreHooks } from './file-hooks.js';
 
@@ -516,17 +517,20 @@ describe('file store: files', () => {
     await seed(store);
     const dir = path.join(store.location, 'proposals');
     const dead = path.join(dir, `.x.json.999999999.abcd1234.tmp`);
-    const live = path.join(dir, `.y.json.${process.pid}.abcd1234.tmp`);
-    writeFileSync(dead, '{');
-    writeFileSync(live, '{');
+    // Another live process's (this one's parent), and this process's own (its name ends with its suffix).
+    const live = path.join(dir, `.y.json.${process.ppid}.abcd1234.tmp`);
+    const own = path.join(dir, `.z.json.${process.pid}.7${processSuffix}.tmp`);
     const old = new Date(Date.now() - 60_000);
-    utimesSync(dead, old, old);
-    utimesSync(live, old, old);
+    for (const file of [dead, live, own]) {
+      writeFileSync(file, '{');
+      utimesSync(file, old, old);
+    }
     await store.recover();
     expect(existsSync(dead), 'a single command does not pay for a sweep').toBe(true);
     await store.recover({ sweep: true });
     expect(existsSync(dead)).toBe(false);
     expect(existsSync(live)).toBe(true);
+    expect(existsSync(own)).toBe(true);
   });
 
   it('takes over a claim whose owner was killed', async () => {
@@ -1134,7 +1138,7 @@ describe('file store: the status index, read and written a chunk at a time', () 
     }
   });
 
-  it('reads a line far longer than a chunk in the time it takes to read it', async () => {
+  it('keeps a status of thousands of characters cut in its line, and reads a line far longer than a chunk in the time it takes to read it', async () => {
     setCacheChunk(7);
     try {
       const store = make();
@@ -1142,11 +1146,20 @@ describe('file store: the status index, read and written a chunk at a time', () 
       mkdirSync(dir, { recursive: true });
       const long = 'x'.repeat(300_000);
       writeFileSync(path.join(dir, `${ID}.json`), `${JSON.stringify({ ...pending, status: long }, null, 2)}\n`);
+      const cut = `${'x'.repeat(1024)}…`;
       await withClockAt(Date.now() + 5000, async () => {
-        expect((await store.counts([])).unknown).toEqual({ [long]: 1 });
+        expect((await store.counts([])).unknown).toEqual({ [cut]: 1 });
         const before = scanReads.count;
-        expect((await store.counts([])).unknown).toEqual({ [long]: 1 }); // from the index, 43,000 chunks
+        expect((await store.counts([])).unknown).toEqual({ [cut]: 1 }); // from the index, 150-odd chunks
         expect(scanReads.count - before).toBe(0);
+        // (A status of 16 MB in a line made every later line of the cache unreadable: each scan read every file.)
+        expect(
+          Math.max(
+            ...readFileSync(path.join(store.location, '.index', 'proposals.tsv'), 'utf8')
+              .split('\n')
+              .map((line) => line.length),
+          ),
+        ).toBeLessThan(2048);
       });
     } finally {
       setCacheChunk();

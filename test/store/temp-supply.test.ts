@@ -1,12 +1,28 @@
 /** Temp files made ahead by a worker thread (engine/util/temp-supply.ts) for a busy process's atomic writes. */
 import { spawnSync } from 'node:child_process';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { install, tempName, writeFileAtomic, writeTemp } from '../../engine/util/atomic-write.js';
 import { processSuffix, supplySuffix } from '../../engine/util/temp-names.js';
 import { sweepTempSupplies, takeSupplied, useTempSupply } from '../../engine/util/temp-supply.js';
 import { sweepTemps } from '../../engine/store/files.js';
+import { inDirectory, inDirectoryOptions } from '../../engine/util/in-directory.js';
 import { BIN, ROOT, tempDir } from '../helpers.js';
 import { confirmedStore, start, storeEnv } from '../torture/harness.js';
 
@@ -188,6 +204,55 @@ describe('temp files made ahead', () => {
     for (let i = next; i < next + 40; i++) expect(readFileSync(path.join(root, 'proposals', `${i}.json`), 'utf8')).toBe(`{"n":${i}}\n`);
   });
 
+  it('never serves a temp file written to, or linked to, in its lane since it was made; nor moves in a directory planted there', async () => {
+    for (const tamper of ['append', 'link', 'directory'] as const) {
+      const root = tempDir();
+      mkdirSync(path.join(root, 'proposals'));
+      const outside = tempDir();
+      supplied(root);
+      const { next } = await writeUntilSupplied(path.join(root, 'proposals'));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const [own] = readdirSync(path.join(root, '.tmp'));
+      let touched = 0;
+      for (const lane of readdirSync(path.join(root, '.tmp', own!))) {
+        const dir = path.join(root, '.tmp', own!, lane);
+        for (const name of readdirSync(dir)) {
+          const file = path.join(dir, name);
+          if (tamper === 'append') appendFileSync(file, '                    "tail": "planted"}\n');
+          else if (tamper === 'link') linkSync(file, path.join(outside, name));
+          else {
+            rmSync(file);
+            mkdirSync(file);
+          }
+          touched++;
+        }
+      }
+      expect(touched).toBeGreaterThan(0);
+      for (let i = next; i < next + 40; i++) await writeFileAtomic(path.join(root, 'proposals', `${i}.json`), `{"n":${i}}\n`);
+      for (let i = next; i < next + 40; i++) expect(readFileSync(path.join(root, 'proposals', `${i}.json`), 'utf8'), tamper).toBe(`{"n":${i}}\n`);
+      // Nothing but the written files (and no directory) in the target; nothing written through a link out.
+      expect(
+        readdirSync(path.join(root, 'proposals')).filter((name) => !/^\d+\.json$/.test(name)),
+        tamper,
+      ).toEqual([]);
+      for (const name of readdirSync(outside)) expect(readFileSync(path.join(outside, name), 'utf8'), tamper).toBe('');
+    }
+  });
+
+  it('serves no temp file into a setgid directory: a file made there takes its group, one moved in would not', async () => {
+    const root = tempDir();
+    mkdirSync(path.join(root, 'proposals'));
+    mkdirSync(path.join(root, 'approved'));
+    chmodSync(path.join(root, 'approved'), 0o2755);
+    supplied(root);
+    await writeUntilSupplied(path.join(root, 'proposals'));
+    for (let i = 0; i < 40; i++) {
+      const temp = await writeTemp(path.join(root, 'approved', `${i}.json`), '{}\n');
+      expect(path.basename(temp).startsWith('.supply.')).toBe(false);
+      install(temp, path.join(root, 'approved', `${i}.json`));
+    }
+  });
+
   it('never names a temp file as an atomic write names one for a target called `supply`', async () => {
     // Both are `.supply.<pid>.<counter><suffix>.tmp`; the suffixes differ in their first digit.
     expect(supplySuffix).toMatch(/^[0-9a-f]{6}$/);
@@ -250,6 +315,36 @@ describe('a command that used a supply, in a tight spot', () => {
   }, 60_000);
 });
 
+describe('working in a directory through a descriptor', () => {
+  it('removes an entry of the directory it holds, never of one a link swapped in for it points to', () => {
+    for (const proc of [true, false]) {
+      inDirectoryOptions.proc = proc;
+      try {
+        const root = tempDir();
+        const lane = path.join(root, 'l0');
+        const outside = tempDir();
+        mkdirSync(lane);
+        for (const dir of [lane, outside]) writeFileSync(path.join(dir, 'x.tmp'), 'keep me');
+        const removal = () =>
+          inDirectory(lane, (at) => {
+            // Swapped after it was opened: the lane moves away, a link out of the store takes its name.
+            renameSync(lane, path.join(root, 'moved'));
+            symlinkSync(outside, lane);
+            unlinkSync(at('x.tmp'));
+          });
+        // With /proc the entry goes from the directory held; without it, the swap is seen and nothing goes.
+        if (proc) removal();
+        else expect(removal).toThrow(/no longer the directory it was/);
+        expect(readFileSync(path.join(outside, 'x.tmp'), 'utf8'), `proc ${proc}`).toBe('keep me');
+        expect(readdirSync(path.join(root, 'moved')), `proc ${proc}`).toEqual(proc ? [] : ['x.tmp']);
+        expect(() => inDirectory(lane, () => undefined)).toThrow(/ELOOP|ENOTDIR/);
+      } finally {
+        inDirectoryOptions.proc = true;
+      }
+    }
+  });
+});
+
 describe('sweeping what a killed process left', () => {
   const old = (file: string) => utimesSync(file, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
   const DEAD = 2 ** 22 + 12345; // above Linux's pid_max default: no process has it
@@ -282,5 +377,17 @@ describe('sweeping what a killed process left', () => {
     writeFileSync(file, '');
     old(file);
     expect(await sweepTemps([root])).toBe(1);
+  });
+
+  it('a temp file left by an earlier process with this process’s pid (a restarted container’s pid 1) is swept; this process’s own stay', async () => {
+    const root = tempDir();
+    const other = (processSuffix[1] === '0' ? '1' : '0').repeat(6);
+    const names = [`.a.json.${process.pid}.2${other}.tmp`, `.a.json.${process.pid}.3${processSuffix}.tmp`, `.supply.${process.pid}.4${supplySuffix}.tmp`];
+    for (const name of names) {
+      writeFileSync(path.join(root, name), '');
+      old(path.join(root, name));
+    }
+    expect(await sweepTemps([root])).toBe(1);
+    expect(readdirSync(root).sort()).toEqual(names.slice(1).sort());
   });
 });
