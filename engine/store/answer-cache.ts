@@ -9,8 +9,11 @@
  * 64 KiB, and keys written a second time (derived values that are replaced, not answers), go to a
  * file named by the digest instead, written whole (temp file, rename), as every entry was before.
  * A key's file wins over its record: a record is appended only for a key the log has none of,
- * after any file of the key is removed, so a file is never older than a record. (A lookup costs a
- * failed stat more; a failed stat allocates nothing.) A process indexes the records it appends as
+ * after any file of the key is removed, so in one writer's order a file is never older than a
+ * record. (A lookup costs a failed stat more; a failed stat allocates nothing.) Two writers of one
+ * key at once, or a key's file removed by hand, can bring back an older value of it: `put` is only
+ * given validated answers for the key's prompt (`providers/call.ts`), and any of them is a right
+ * answer — a value that must be the latest goes through `putBytes`. A process indexes the records it appends as
  * it writes them, unless another process appended around them: those are read like any other.
  * The descriptor a process appends through stays open while the log at its path is that file, so
  * a put costs a write and two checks (the log's size, its first line), not an open and a close.
@@ -78,6 +81,8 @@ export class FileAnswerCache implements AnswerCache {
   private seen = -1;
   /** Does what the index has read of the log end with a newline? (A long torn line it skipped does not.) */
   private endsLine = false;
+  /** Is the index partway through a line longer than any record (read on from there, it is passed over to its end)? */
+  private skipping = false;
 
   constructor(private readonly dir: string) {
     this.log = path.join(dir, LOG);
@@ -132,9 +137,13 @@ export class FileAnswerCache implements AnswerCache {
     const text = JSON.stringify(value);
     const target = path.join(this.dir, `${digest}.json`);
     const at = usable ? this.index.get(digest.slice(0, PREFIX)) : undefined;
-    // A key's first value goes to the log, after any older file of it is removed (a file wins).
-    if (usable && at === undefined && Buffer.byteLength(text) <= LOG_VALUE_MAX && this.scanned < LOG_MAX && removeQuietly(target)) {
-      if (this.append(digest, `{"k":"${digest}","v":${text}}\n`)) return;
+    const record = `{"k":"${digest}","v":${text}}\n`;
+    // A key's first value goes to the log, after any older file of it is removed (a file wins) —
+    // when the record, and whatever goes before it (a first line, a newline), ends within the part
+    // of the log that is indexed: past it, no reader would ever find it.
+    const fits = Buffer.byteLength(text) <= LOG_VALUE_MAX && this.scanned + FIRST_LINE_MAX + 1 + Buffer.byteLength(record) <= LOG_MAX;
+    if (usable && at === undefined && fits && removeQuietly(target)) {
+      if (this.append(digest, record)) return;
     }
     await writeFileAtomic(target, text, { durable: false });
   }
@@ -197,6 +206,7 @@ export class FileAnswerCache implements AnswerCache {
     this.first = undefined;
     this.scanned = 0;
     this.endsLine = false;
+    this.skipping = false;
     this.closeAppender();
   }
 
@@ -245,6 +255,16 @@ export class FileAnswerCache implements AnswerCache {
         if (read === 0) break;
         const bytes = carry.length ? Buffer.concat([carry, chunk.subarray(0, read)]) : chunk.subarray(0, read);
         let start = 0;
+        if (this.skipping) {
+          // The rest of a line longer than any record: passed over to its end, none of it read as lines.
+          const newline = bytes.indexOf(10);
+          if (newline < 0) {
+            offset += bytes.length;
+            continue;
+          }
+          start = newline + 1;
+          this.skipping = false;
+        }
         for (let newline = bytes.indexOf(10, start); newline >= 0; newline = bytes.indexOf(10, start)) {
           this.indexLine(bytes, start, newline, offset + start);
           start = newline + 1;
@@ -252,7 +272,10 @@ export class FileAnswerCache implements AnswerCache {
         offset += start;
         // A line longer than any record is skipped whole, never buffered without bound.
         carry = bytes.length - start < SPAN ? bytes.subarray(start) : Buffer.alloc(0);
-        if (carry.length === 0) offset += bytes.length - start;
+        if (carry.length === 0 && bytes.length > start) {
+          offset += bytes.length - start;
+          this.skipping = true;
+        }
       }
       // A record that crosses the cap can never be indexed: the log is full.
       this.scanned = end === LOG_MAX && offset + carry.length >= LOG_MAX ? LOG_MAX : offset;

@@ -382,4 +382,42 @@ describe('the answer cache (file store)', () => {
     expect(await new FileAnswerCache(dir).get('c')).toEqual(answer(3));
     expect(records(log).at(-1)).toBe(`{"k":"${digest('c')}","v":${JSON.stringify(answer(3))}}`);
   });
+
+  it('reads nothing inside a line longer than any record as a record, wherever its reads start and stop', async () => {
+    const { dir, log, cache } = setup();
+    await cache.put('seed', answer(1));
+    const planted = `{"k":"${digest('victim')}","v":"planted mid-line"}`;
+    // One line of over 1 MiB that ends with a record's bytes, at a read's boundary: a fresh reader
+    // reads 1 MiB at a time from the log's start.
+    const before = readFileSync(log).length;
+    appendFileSync(log, `${'x'.repeat(1024 * 1024 - before)}${planted}\n`);
+    await cache.put('after', answer(2));
+    for (const reader of [cache, new FileAnswerCache(dir)]) {
+      expect(await reader.get('victim')).toBeUndefined();
+      expect(await reader.get('after')).toEqual(answer(2));
+      expect(await reader.get('seed')).toEqual(answer(1));
+    }
+  });
+
+  it('gives a record a file when it would end past the part of the log that is indexed (never written where no reader looks)', async () => {
+    const { dir, log, cache } = setup();
+    mkdirSync(dir, { recursive: true });
+    const header = '{"log":"pipeline answer cache","id":"0123456789abcdef"}\n';
+    const lines = [header];
+    let size = header.length;
+    for (let i = 0; size < 64 * 1024 * 1024 - 70_000; i++) {
+      const line = `{"k":"${digest(`filler ${i}`)}","v":"${'z'.repeat(60_000)}"}\n`;
+      lines.push(line);
+      size += line.length;
+    }
+    // The log ends 100 bytes short of the bound: a record of 500 bytes cannot fit.
+    const pad = 64 * 1024 * 1024 - 100 - size;
+    lines.push(`{"k":"${digest('pad')}","v":"${'p'.repeat(pad - 75)}"}\n`);
+    writeFileSync(log, lines.join(''));
+    const value = { text: 'a'.repeat(500), usage: null };
+    await cache.put('answer', value);
+    expect(readdirSync(dir).sort()).toEqual([`${digest('answer')}.json`, 'log.jsonl']);
+    expect(await cache.get('answer')).toEqual(value);
+    expect(await new FileAnswerCache(dir).get('answer')).toEqual(value);
+  });
 });
