@@ -693,6 +693,9 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   }
 }
 
+/** The longest status an index line keeps whole (no machine's state comes near it). */
+const STATUS_KEPT = 1024;
+
 /** What a cache line keeps of a file's stat: enough to tell whether it changed. */
 const signatureOf = (stat: Stats): FileStat => ({ mtimeMs: stat.mtimeMs, size: stat.size, ino: stat.ino, ctimeMs: stat.ctimeMs });
 
@@ -780,8 +783,12 @@ async function scanWith(
       }
       scanReads.count++;
       const head = parseHead(text, markFields, id);
-      // A status with a tab or a newline is not a state of any machine; keep the line intact.
-      const line = `${id}\t${(head.status ?? '').replace(/[\t\n\r]/g, ' ')}\t${head.marks}\t${stat.mtimeMs}\t${stat.size}\t${stat.ino}\t${stat.ctimeMs}`;
+      // A status with a tab or a newline is not a state of any machine; keep the line intact. Nor
+      // is one of thousands of characters: kept cut (and marked cut), so no line outgrows what the
+      // cache reads back as one.
+      const status = (head.status ?? '').replace(/[\t\n\r]/g, ' ');
+      const kept = status.length > STATUS_KEPT ? `${status.slice(0, STATUS_KEPT)}…` : status;
+      const line = `${id}\t${kept}\t${head.marks}\t${stat.mtimeMs}\t${stat.size}\t${stat.ino}\t${stat.ctimeMs}`;
       // A racy entry read again to the same line changes nothing, unless this scan's record of it
       // would be trusted next time: then the cache is written again for that.
       if (line !== previous || changedAt < scanStart - RACY_MS) changed = true;
