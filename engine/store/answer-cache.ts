@@ -354,6 +354,12 @@ export class FileAnswerCache implements AnswerCache {
         if (last !== undefined && last !== 10) lead = '\n';
       }
       const bytes = Buffer.from(`${lead}${line}`);
+      // Past the part of the log that is read (the log is longer than the index has read: a torn
+      // line at its end), no reader would find the record: the entry gets a file.
+      if (size + bytes.length > LOG_MAX) {
+        closeSync(fd);
+        return false;
+      }
       writeAll(fd, bytes);
       // Kept only when this log is the one the index describes: then the next put can append at once.
       if (this.indexOwn(fd, inode, size, bytes.length, Buffer.byteLength(lead), digest)) {
@@ -391,6 +397,7 @@ export class FileAnswerCache implements AnswerCache {
     this.index.set(digest.slice(0, PREFIX), (before + lead) * SPAN + length);
     this.scanned = before + written;
     this.endsLine = true; // (a record is written with its newline)
+    this.skipping = false; // (and one after a long line, after a newline that ends it)
     return true;
   }
 }

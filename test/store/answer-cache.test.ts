@@ -399,6 +399,42 @@ describe('the answer cache (file store)', () => {
     }
   });
 
+  it('indexes another process’s record after its own first append that ended a line longer than any record', async () => {
+    const { dir, log, cache } = setup();
+    await cache.put('seed', answer(1));
+    appendFileSync(log, 'x'.repeat(200 * 1024)); // a torn line longer than any record: the index skips it
+    expect(await cache.get('nothing')).toBeUndefined();
+    await cache.put('k1', answer(2)); // after a newline that ends the long line
+    await new FileAnswerCache(dir).put('k2', answer(3));
+    expect(await cache.get('k2')).toEqual(answer(3));
+    expect(await cache.get('k1')).toEqual(answer(2));
+  });
+
+  it('gives a record a file when it would end past the part of the log that is read, also after a torn line the index stopped before', async () => {
+    const { dir, log, cache } = setup();
+    mkdirSync(dir, { recursive: true });
+    const header = '{"log":"pipeline answer cache","id":"0123456789abcdef"}\n';
+    const lines = [header];
+    let size = header.length;
+    const tornStart = 64 * 1024 * 1024 - 10 * 1024 - 100 * 1024;
+    for (let i = 0; size < tornStart - 130_000; i++) {
+      const line = `{"k":"${digest(`filler ${i}`)}","v":"${'z'.repeat(60_000)}"}\n`;
+      lines.push(line);
+      size += line.length;
+    }
+    lines.push(`{"k":"${digest('pad')}","v":"${'p'.repeat(tornStart - size - 80)}"}\n`);
+    // 10 KiB short of the bound, the last 100 KiB a torn line (a killed writer's): the index has
+    // read to its start; a record of 30 KiB, appended at the log's end, would cross the bound.
+    lines.push(`{"k":"${digest('torn')}","v":"${'t'.repeat(100 * 1024 - 77)}`);
+    writeFileSync(log, lines.join(''));
+    expect(readFileSync(log).length).toBe(64 * 1024 * 1024 - 10 * 1024);
+    const value = { text: 'a'.repeat(30 * 1024), usage: null };
+    await cache.put('answer', value);
+    expect(readdirSync(dir).sort()).toEqual([`${digest('answer')}.json`, 'log.jsonl']);
+    expect(await cache.get('answer')).toEqual(value);
+    expect(await new FileAnswerCache(dir).get('answer')).toEqual(value);
+  });
+
   it('gives a record a file when it would end past the part of the log that is indexed (never written where no reader looks)', async () => {
     const { dir, log, cache } = setup();
     mkdirSync(dir, { recursive: true });
