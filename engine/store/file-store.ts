@@ -409,6 +409,8 @@ export class FileStore implements Store {
 
   private async keyOwner(key: string): Promise<string | undefined> {
     const marker = this.markerFile(key);
+    // (A link where `.index` or `keys` belongs is refused, naming it: a marker is never read or removed through one.)
+    if (!this.dir(path.dirname(marker), false)) return undefined;
     let text: string | undefined;
     try {
       text = readRegular(marker);
@@ -628,7 +630,14 @@ export class FileStore implements Store {
     const held = await this.lockProposal(id);
     try {
       if (change.lease && !this.owners.holds(this.claimFile(change.lease.stage, change.lease.key))) return { ok: false, reason: 'lease' };
-      const current = readRegular(file, DOCUMENT_MAX_BYTES);
+      let current: string | undefined;
+      try {
+        current = readRegular(file, DOCUMENT_MAX_BYTES);
+      } catch (error) {
+        // Replaced since it was read by something no commit applies to (a link, a FIFO, a file past any proposal's size).
+        if (error instanceof NotRegularFile || error instanceof TooLarge) return { ok: false, reason: 'changed' };
+        throw error;
+      }
       if (current === undefined) return { ok: false, reason: 'missing' };
       if (current !== change.version) return { ok: false, reason: 'changed' };
       const entries: EntryIntent[] = [];
@@ -814,7 +823,7 @@ export class FileStore implements Store {
         if (name.startsWith('.')) continue;
         let text: string | undefined;
         try {
-          text = readRegular(path.join(this.location, dir, name));
+          text = readRegular(path.join(this.location, dir, name), DOCUMENT_MAX_BYTES);
         } catch {
           continue;
         }
@@ -898,10 +907,18 @@ export class FileStore implements Store {
       this.swept = true;
       const subdirs = await fs.readdir(this.location, { withFileTypes: true }).catch(() => []);
       const claims = await fs.readdir(path.join(this.location, '.claims')).catch(() => []);
+      // Directories below the store's own are swept only when each part of their path is a real
+      // directory (a link there is never listed or removed through).
+      const real = (dir: string) => {
+        try {
+          return this.dir(dir, false);
+        } catch {
+          return false;
+        }
+      };
       await sweepTemps([
         ...subdirs.filter((entry) => entry.isDirectory()).map((entry) => path.join(this.location, entry.name)),
-        path.join(this.location, '.index', 'keys'),
-        ...claims.map((stage) => path.join(this.location, '.claims', stage)),
+        ...[path.join(this.location, '.index', 'keys'), ...claims.map((stage) => path.join(this.location, '.claims', stage))].filter(real),
       ]);
       sweepTempSupplies(path.join(this.location, '.tmp'), (owner) => this.owners.alive(owner));
       this.owners.sweep();

@@ -665,13 +665,44 @@ describe('file store: nothing outside the store, nothing that blocks', () => {
     // Enough audit rows that the index of last rows is saved (it is saved every 2,000 rows read).
     const row = JSON.stringify({ ...created, event: 'note', from: 'pending' });
     appendFileSync(path.join(store.location, 'events.jsonl'), `${row}\n`.repeat(2001));
+    // A dead process's key marker and an old temp file there, as a sweep would remove in the store's own.
+    mkdirSync(path.join(outside, 'keys'));
+    const marker = path.join(outside, 'keys', 'a.json');
+    writeFileSync(marker, JSON.stringify({ id: '01ARZ3NDEKTSV4RRFFQ69G5FB9', key: 'a', host: os.hostname(), pid: deadPid(), start: 1, nonce: 'x' }));
+    const temp = path.join(outside, 'keys', '.b.json.999999999.abcd12.tmp');
+    writeFileSync(temp, '');
+    utimesSync(temp, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
     for (let pass = 0; pass < 2; pass++) {
       const reader = make(store.location);
       expect((await all(reader.index())).map((entry) => [entry.id, entry.status])).toEqual([[ID, 'pending']]);
       expect((await reader.lastAudit(ID))?.event).toBe('note');
+      await reader.recover({ sweep: true });
+      await expect(reader.keyHandled('a')).rejects.toThrow(/\.index is a symbolic link/);
     }
-    expect(readdirSync(outside).sort()).toEqual(['audit.tsv', 'proposals.tsv']);
+    expect(readdirSync(outside).sort()).toEqual(['audit.tsv', 'keys', 'proposals.tsv']);
     for (const name of ['proposals.tsv', 'audit.tsv']) expect(readFileSync(path.join(outside, name), 'utf8')).toBe('precious\n');
+    expect(readdirSync(path.join(outside, 'keys')).sort()).toEqual(['.b.json.999999999.abcd12.tmp', 'a.json']);
+  });
+
+  it('answers "changed" to a commit whose proposal file became a link or grew past any proposal’s size since it was read', async () => {
+    for (const swap of ['link', 'huge'] as const) {
+      const store = make();
+      const version = await seed(store);
+      const file = path.join(store.location, 'proposals', `${ID}.json`);
+      if (swap === 'link') {
+        const outside = path.join(tempDir('pipeline-outside-'), 'p.json');
+        writeFileSync(outside, readFileSync(file));
+        unlinkSync(file);
+        symlinkSync(outside, file);
+      } else truncateSync(file, 16 * 1024 * 1024 + 1);
+      const result = await store.commit({
+        id: ID,
+        version,
+        next: { ...pending, status: 'confirmed' },
+        audit: [{ ...created, event: 'confirm', from: 'pending', to: 'confirmed' }],
+      });
+      expect(result, swap).toEqual({ ok: false, reason: 'changed' });
+    }
   });
 
   it('refuses a store whose proposals directory is a link out of it', async () => {
