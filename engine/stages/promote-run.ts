@@ -53,6 +53,8 @@ export function promoteRun(engine: Engine, stage: PromoteStageDef): StageRun<str
         case 'refused':
           return { outcome: 'refused', refused: true, note: note(`refused: ${result.outcome.message}`)! };
         case 'unjudged':
+          // (A file that broke between the read and the commit: said once, by id, and skipped.)
+          options.note(result.outcome.reason);
           return undefined;
       }
     },

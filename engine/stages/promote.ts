@@ -16,7 +16,7 @@ import { evaluate, secretsUsed } from '../expr/evaluate.js';
 import { decideJury, TOLERANCE } from '../jury/gate.js';
 import { checkVerdict, type Verdict } from '../jury/verdict.js';
 import type { Proposal } from '../lifecycle/effects.js';
-import { refused, type Outcome } from '../outcome.js';
+import { malformedFileNote, refused, type Outcome } from '../outcome.js';
 import type { AuditRow, EntryWrite, Lease, LedgerWrite, Stored } from '../store/types.js';
 import { cloneJson } from '../util/clone.js';
 import { getPath, hasPath, isObject, setPath } from '../util/json-path.js';
@@ -210,6 +210,8 @@ export async function promote(engine: Engine, stage: PromoteStageDef, stored: St
   if (!committed.ok) {
     // Another promoter may have stamped it meanwhile: then this is the no-op success it looks like.
     const again = await engine.store.read(id);
+    // Broken meanwhile (emptied, replaced by hand): reported and skipped, never a refusal (SPEC §4).
+    if (again.kind === 'malformed') return { outcome: { kind: 'unjudged', id, reason: malformedFileNote(id, again.reason) }, warnings };
     if (again.kind === 'found' && hasPath(again.stored.proposal, stage.stamp)) {
       const message = alreadyDone(stage, id, status);
       return { outcome: { kind: 'unchanged', id, event: 'promote', status, proposal: again.stored.proposal, message }, warnings };

@@ -330,6 +330,27 @@ describe('the answer cache', () => {
     expect(read(id).verdict.judges.map((judge: { usage: unknown }) => judge.usage)).toEqual([usage, { tokens_in: null, tokens_out: null }]);
   });
 
+  it('keys an answer by where it came from too: a provider whose command or server changed under the same name is asked again', async () => {
+    const { callProvider } = await import('../../engine/providers/call.js');
+    const request = { purpose: 'judge' as const, prompt: 'judge this', input: {}, env: {} };
+    const before = { ...fake('judge', () => verdict()), source: '["claude","-p"]' };
+    const first = await callProvider(t.engine.store.cache, before, request, { useCache: true });
+    expect(first.ok && !first.cached).toBe(true);
+    if (first.ok) await first.keep();
+    const same = { ...fake('judge', () => verdict()), source: '["claude","-p"]' };
+    expect((await callProvider(t.engine.store.cache, same, request, { useCache: true })).ok && same.calls).toHaveLength(0);
+    const other = { ...fake('judge', () => verdict()), source: '["ollama","run","llama3"]' };
+    expect((await callProvider(t.engine.store.cache, other, request, { useCache: true })).ok && other.calls).toHaveLength(1);
+    // The real providers name their source: a command's words; a URL, without user-info (a rotated password is the same server).
+    const { createCommandProvider } = await import('../../engine/providers/command.js');
+    const { createOpenAIProvider } = await import('../../engine/providers/openai.js');
+    const settings = { timeoutMs: 1000, attempts: 1, retryAfterCapMs: 0, maxAnswerBytes: 1024, env: {} } as never;
+    expect(createCommandProvider('c', { kind: 'command', command: 'claude  -p' } as never, settings).source).toBe('["claude","-p"]');
+    const openai = (base_url: string) => createOpenAIProvider('o', { kind: 'openai', base_url, model: 'm' } as never, settings).source;
+    expect(openai('http://u:one@localhost:1/v1')).toBe(openai('http://u:two@localhost:1/v1/'));
+    expect(openai('http://localhost:1/v1')).not.toBe(openai('http://localhost:2/v1'));
+  });
+
   it('commits the verdict when the answers cannot be cached: the cache is never required', async () => {
     const id = await confirmed('org');
     const cache = t.engine.store.cache;
@@ -482,6 +503,30 @@ describe('a proposal file that breaks during a run', () => {
     const summary = await runStage(t.engine, promote, quietRun({ note: (line) => notes.push(line) }));
     expect(summary.refused).toEqual([]);
     expect(summary.counts['refused'] ?? 0).toBe(0);
+    expect(read(whole).promoted_at).toBeDefined();
+    expect(notes.join('\n')).toMatch(new RegExp(`${broken}: the proposal file is .* skipped, left as it is`));
+  });
+});
+
+describe('a proposal file that breaks between its read and its commit', () => {
+  it('is reported by id and skipped by a promote run, not refused', async () => {
+    const { runStage } = await import('../../engine/stages/index.js');
+    const promote = t.pipeline.stages.find((candidate) => candidate.kind === 'promote')!;
+    const [broken, whole] = [await confirmed('org'), await confirmed('org')];
+    expect((await runStage(t.engine, { ...stage, then: undefined }, quietRun({ providers: panel(() => verdict()).source }))).counts).toMatchObject({
+      approved: 2,
+    });
+    const commit = t.engine.store.commit.bind(t.engine.store);
+    t.engine.store.commit = async (change) => {
+      if (change.id === broken) writeFileSync(path.join(t.storeDir, 'proposals', `${broken}.json`), '');
+      return commit(change);
+    };
+    onTestFinished(() => {
+      t.engine.store.commit = commit;
+    });
+    const notes: string[] = [];
+    const summary = await runStage(t.engine, promote, quietRun({ note: (line) => notes.push(line) }));
+    expect(summary.refused).toEqual([]);
     expect(read(whole).promoted_at).toBeDefined();
     expect(notes.join('\n')).toMatch(new RegExp(`${broken}: the proposal file is .* skipped, left as it is`));
   });
