@@ -18,7 +18,7 @@
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, opendirSync, openSync, promises as fs, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { groupSyncOpen, NotRegularFile, writeAll } from '../util/atomic-write.js';
-import { processSuffix, supplySuffix } from '../util/temp-names.js';
+import { madeHere } from '../util/temp-names.js';
 import { isAlive } from './process-identity.js';
 
 const { O_RDONLY, O_WRONLY, O_RDWR, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
@@ -410,7 +410,7 @@ const TEMP_NAME = /\.(\d+)\.([0-9a-z]+)\.tmp$/;
  * container's pid 1): dead.
  */
 function writerAlive(pid: number, tail: string): boolean {
-  if (pid === process.pid) return tail.endsWith(processSuffix) || tail.endsWith(supplySuffix);
+  if (pid === process.pid) return madeHere(tail);
   return pidAlive(pid);
 }
 

@@ -113,8 +113,8 @@ export class TempSupply {
   private serving: Lane | undefined;
   /** Target directories a temp file could not be moved into (another file system, no permission…). */
   private readonly refused = new Set<string>();
-  /** Target directories whose mode was looked at (see `take`). */
-  private readonly looked = new Set<string>();
+  /** The group a file made in a target directory takes (see `groupOf`). */
+  private readonly groups = new Map<string, number | undefined>();
   private asks = 0;
   private worker: Worker | undefined;
   private failed = false;
@@ -136,27 +136,40 @@ export class TempSupply {
     this.lanes = Array.from({ length: LANES }, (_, i) => new Lane(path.join(this.own, `l${i}`)));
   }
 
+  /** The group a file made in `dir` takes (where this process can tell; else the file's own, so no check). */
+  private groupOf(dir: string): number | undefined {
+    let group = this.groups.get(dir);
+    if (group === undefined && !this.groups.has(dir)) {
+      const stat = lstatSync(dir, { throwIfNoEntry: false });
+      group = stat && (stat.mode & SETGID) !== 0 ? stat.gid : process.getegid?.();
+      this.groups.set(dir, group);
+    }
+    return group;
+  }
+
   /** A temp file made ahead, moved into `dir` and open for writing, or undefined (the caller makes its own). */
   take(dir: string): Temp | undefined {
     if (this.closed || this.failed || this.refused.has(dir)) return undefined;
     this.idle?.refresh();
     if (++this.asks < START_AFTER) return undefined;
-    if (!this.looked.has(dir)) {
-      this.looked.add(dir);
-      // A file made in a setgid directory takes the directory's group; one made in a lane and moved
-      // there would keep the lane's (a team's shared store would lose its group's access to it).
-      if (((lstatSync(dir, { throwIfNoEntry: false })?.mode ?? 0) & SETGID) !== 0) this.refused.add(dir);
-      if (this.refused.has(dir)) return undefined;
-    }
     if (!this.serving || this.serving.temps.length === 0) this.serving = this.full.shift();
     const made = this.serving?.temps.pop();
     let temp: Temp | undefined;
     if (made) {
       const file = path.join(dir, path.basename(made.file));
       try {
+        const held = fstatSync(made.fd);
+        // A file takes its group from where it is made: a setgid directory's, else this process's.
+        // One made in a lane and moved where a file would take another group keeps the lane's (a
+        // team's shared store would lose its group's access to it): no supply for that directory.
+        const group = this.groupOf(dir);
+        if (group !== undefined && held.gid !== group) {
+          this.refused.add(dir);
+          this.serving!.temps.push(made);
+          return undefined;
+        }
         // Still the empty file the worker made, named only in its lane: nothing was written to it
         // or linked to it there since (a writer of the store could), and nothing but it is moved in.
-        const held = fstatSync(made.fd);
         const same = (stat: Stats | undefined) => stat?.isFile() === true && stat.ino === held.ino && stat.dev === held.dev;
         if (held.size !== 0 || held.nlink !== 1 || !same(lstatSync(made.file, { throwIfNoEntry: false }))) {
           discard(made);

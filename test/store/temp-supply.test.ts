@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import {
   appendFileSync,
   chmodSync,
+  chownSync,
   linkSync,
   lstatSync,
   mkdirSync,
@@ -239,18 +240,29 @@ describe('temp files made ahead', () => {
     }
   });
 
-  it('serves no temp file into a setgid directory: a file made there takes its group, one moved in would not', async () => {
+  it('serves no temp file into a directory where a file made there would take another group (setgid), and serves one where it would not', async () => {
+    // Root may give a directory any group; anyone else one of their own groups, if they have another.
+    const other = process.getuid?.() === 0 ? 1 : process.getgroups?.().find((group) => group !== process.getegid?.());
     const root = tempDir();
-    mkdirSync(path.join(root, 'proposals'));
-    mkdirSync(path.join(root, 'approved'));
-    chmodSync(path.join(root, 'approved'), 0o2755);
+    for (const sub of ['proposals', 'same', 'other']) mkdirSync(path.join(root, sub));
+    chmodSync(path.join(root, 'same'), 0o2755); // setgid, this process's own group
+    chmodSync(path.join(root, 'other'), 0o2755);
+    if (other !== undefined) chownSync(path.join(root, 'other'), -1, other);
     supplied(root);
     await writeUntilSupplied(path.join(root, 'proposals'));
-    for (let i = 0; i < 40; i++) {
-      const temp = await writeTemp(path.join(root, 'approved', `${i}.json`), '{}\n');
-      expect(path.basename(temp).startsWith('.supply.')).toBe(false);
-      install(temp, path.join(root, 'approved', `${i}.json`));
-    }
+    const served = async (sub: string) => {
+      let count = 0;
+      for (let i = 0; i < 40; i++) {
+        const target = path.join(root, sub, `${i}.json`);
+        const temp = await writeTemp(target, '{}\n');
+        if (path.basename(temp).startsWith('.supply.')) count++;
+        install(temp, target);
+        expect(lstatSync(target).gid, sub).toBe(lstatSync(path.join(root, sub)).gid);
+      }
+      return count;
+    };
+    expect(await served('same')).toBeGreaterThan(0);
+    if (other !== undefined) expect(await served('other')).toBe(0);
   });
 
   it('never names a temp file as an atomic write names one for a target called `supply`', async () => {
@@ -389,5 +401,18 @@ describe('sweeping what a killed process left', () => {
     }
     expect(await sweepTemps([root])).toBe(1);
     expect(readdirSync(root).sort()).toEqual(names.slice(1).sort());
+  });
+
+  it('knows the temp names of every copy of the engine loaded in this thread as its own (a bundle beside the unbundled modules)', async () => {
+    // A second copy of the module: the same file under another URL (vite loads each URL once).
+    // @ts-expect-error -- TypeScript resolves no module with a query string
+    const copy = (await import('../../engine/util/temp-names.js?copy')) as typeof import('../../engine/util/temp-names.js');
+    expect(copy.processSuffix).not.toBe(processSuffix);
+    const root = tempDir();
+    const theirs = `.a.json.${process.pid}.5${copy.processSuffix}.tmp`;
+    writeFileSync(path.join(root, theirs), '');
+    old(path.join(root, theirs));
+    expect(await sweepTemps([root])).toBe(0);
+    expect(readdirSync(root)).toEqual([theirs]);
   });
 });
