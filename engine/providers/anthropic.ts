@@ -4,7 +4,7 @@
  */
 import type { AnthropicProviderConfig } from '../config/types.js';
 import type { ModelSettings } from './index.js';
-import { callJsonApi, resolveApiKey, tokenCount, type ParseAnswer } from './http.js';
+import { callJsonApi, resolveApiKey, splitUserInfo, tokenCount, type ParseAnswer } from './http.js';
 import type { RetryPolicy } from './retry.js';
 import type { Provider } from './types.js';
 
@@ -38,6 +38,7 @@ export function createAnthropicProvider(name: string, def: AnthropicProviderConf
     kind: 'anthropic',
     paid: def.paid !== false,
     model: def.model,
+    source: splitUserInfo(url).url,
     deterministic: false,
     async call(request) {
       const key = resolveApiKey(settings, keyVariable);

@@ -23,7 +23,9 @@ export interface CallOptions {
 }
 
 export function cacheKey(provider: Provider, prompt: string, seat = ''): string {
-  return JSON.stringify([provider.kind, provider.name, provider.model ?? '', prompt, seat]);
+  const key = [provider.kind, provider.name, provider.model ?? '', prompt, seat];
+  // (A provider with no source keeps the key it had before sources were part of it.)
+  return JSON.stringify(provider.source === undefined ? key : [...key, provider.source]);
 }
 
 interface CachedAnswer {

@@ -192,6 +192,7 @@ export function createCommandProvider(name: string, def: CommandProviderConfig, 
     kind: 'command',
     paid: def.paid !== false,
     model: def.model,
+    source: parsed.ok ? JSON.stringify(parsed.argv) : def.command,
     deterministic: false,
     async call(request) {
       if (!parsed.ok) return { ok: false, outage: `${label}: ${parsed.reason}` };

@@ -5,7 +5,7 @@
  */
 import type { OpenAIProviderConfig } from '../config/types.js';
 import type { ModelSettings } from './index.js';
-import { callJsonApi, resolveApiKey, tokenCount, type ParseAnswer } from './http.js';
+import { callJsonApi, resolveApiKey, splitUserInfo, tokenCount, type ParseAnswer } from './http.js';
 import type { RetryPolicy } from './retry.js';
 import type { Provider } from './types.js';
 
@@ -32,6 +32,7 @@ export function createOpenAIProvider(name: string, def: OpenAIProviderConfig, se
     kind: 'openai',
     paid: def.paid !== false,
     model: def.model,
+    source: splitUserInfo(url).url,
     deterministic: false,
     async call(request) {
       const headers: Record<string, string> = { 'content-type': 'application/json' };

@@ -37,6 +37,12 @@ export interface Provider {
   readonly paid: boolean;
   /** Part of the cache key; deterministic kinds are never cached. */
   readonly model: string | undefined;
+  /**
+   * Where the answers come from beyond the model, also part of the cache key: a command's words,
+   * an HTTP provider's URL (without user-info). Another program or server under the same
+   * provider name is another source of answers, never served the old one's.
+   */
+  readonly source?: string;
   readonly deterministic: boolean;
   call(request: ProviderRequest): Promise<ProviderResult>;
 }
