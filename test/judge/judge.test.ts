@@ -461,20 +461,24 @@ describe('runs', () => {
   });
 });
 
+/** The proposal file `id` replaced by `text` (by hand, as it were) when a run makes its first claim. */
+function breakOnClaim(id: string, text: string): void {
+  const claim = t.engine.store.claim.bind(t.engine.store);
+  t.engine.store.claim = async (...args) => {
+    writeFileSync(path.join(t.storeDir, 'proposals', `${id}.json`), text);
+    return claim(...args);
+  };
+  onTestFinished(() => {
+    t.engine.store.claim = claim;
+  });
+}
+
 describe('a proposal file that breaks during a run', () => {
   it('is reported by id and skipped: never counted, never refused (SPEC §4)', async () => {
     const { runStage } = await import('../../engine/stages/index.js');
     const broken = await confirmed('org');
     const whole = await confirmed('org');
-    // Truncated by hand after the run selected it, before it claims it.
-    const claim = t.engine.store.claim.bind(t.engine.store);
-    t.engine.store.claim = async (...args) => {
-      writeFileSync(path.join(t.storeDir, 'proposals', `${broken}.json`), '');
-      return claim(...args);
-    };
-    onTestFinished(() => {
-      t.engine.store.claim = claim;
-    });
+    breakOnClaim(broken, ''); // emptied by hand after the run selected it, before it claims it
     const notes: string[] = [];
     const summary = await runStage(t.engine, stage, quietRun({ note: (line) => notes.push(line), providers: panel(() => verdict()).source }));
     expect(summary.counts).toMatchObject({ approved: 1, refused: 0 });
@@ -491,14 +495,7 @@ describe('a proposal file that breaks during a run', () => {
     const detached = { ...stage, then: undefined };
     expect((await runStage(t.engine, detached, quietRun({ providers: panel(() => verdict()).source }))).counts).toMatchObject({ approved: 2 });
     const [broken, whole] = ids as [string, string];
-    const claim = t.engine.store.claim.bind(t.engine.store);
-    t.engine.store.claim = async (...args) => {
-      writeFileSync(path.join(t.storeDir, 'proposals', `${broken}.json`), '{"status": "appro');
-      return claim(...args);
-    };
-    onTestFinished(() => {
-      t.engine.store.claim = claim;
-    });
+    breakOnClaim(broken, '{"status": "appro');
     const notes: string[] = [];
     const summary = await runStage(t.engine, promote, quietRun({ note: (line) => notes.push(line) }));
     expect(summary.refused).toEqual([]);

@@ -41,6 +41,21 @@ const descriptorsOn = (file: string) =>
   }).length;
 const answer = (i: number) => ({ text: `{"verdict":"approve","n":${i}}`, usage: { input_tokens: i, output_tokens: 1 } });
 
+/** A log of whole records ending at exactly `end` bytes (records of 60 KB, then one to pad), then `tail`. */
+function writeLogUpTo(dir: string, log: string, end: number, tail = ''): void {
+  mkdirSync(dir, { recursive: true });
+  const header = '{"log":"pipeline answer cache","id":"0123456789abcdef"}\n';
+  const lines = [header];
+  let size = header.length;
+  for (let i = 0; size < end - 130_000; i++) {
+    const line = `{"k":"${digest(`filler ${i}`)}","v":"${'z'.repeat(60_000)}"}\n`;
+    lines.push(line);
+    size += line.length;
+  }
+  lines.push(`{"k":"${digest('pad')}","v":"${'p'.repeat(end - size - 80)}"}\n`, tail);
+  writeFileSync(log, lines.join(''));
+}
+
 describe('the answer cache (file store)', () => {
   it('keeps small entries as records of one log: no file per entry', async () => {
     const { dir, log, cache } = setup();
@@ -412,21 +427,9 @@ describe('the answer cache (file store)', () => {
 
   it('gives a record a file when it would end past the part of the log that is read, also after a torn line the index stopped before', async () => {
     const { dir, log, cache } = setup();
-    mkdirSync(dir, { recursive: true });
-    const header = '{"log":"pipeline answer cache","id":"0123456789abcdef"}\n';
-    const lines = [header];
-    let size = header.length;
-    const tornStart = 64 * 1024 * 1024 - 10 * 1024 - 100 * 1024;
-    for (let i = 0; size < tornStart - 130_000; i++) {
-      const line = `{"k":"${digest(`filler ${i}`)}","v":"${'z'.repeat(60_000)}"}\n`;
-      lines.push(line);
-      size += line.length;
-    }
-    lines.push(`{"k":"${digest('pad')}","v":"${'p'.repeat(tornStart - size - 80)}"}\n`);
     // 10 KiB short of the bound, the last 100 KiB a torn line (a killed writer's): the index has
     // read to its start; a record of 30 KiB, appended at the log's end, would cross the bound.
-    lines.push(`{"k":"${digest('torn')}","v":"${'t'.repeat(100 * 1024 - 77)}`);
-    writeFileSync(log, lines.join(''));
+    writeLogUpTo(dir, log, 64 * 1024 * 1024 - 10 * 1024 - 100 * 1024, `{"k":"${digest('torn')}","v":"${'t'.repeat(100 * 1024 - 77)}`);
     expect(readFileSync(log).length).toBe(64 * 1024 * 1024 - 10 * 1024);
     const value = { text: 'a'.repeat(30 * 1024), usage: null };
     await cache.put('answer', value);
@@ -437,19 +440,8 @@ describe('the answer cache (file store)', () => {
 
   it('gives a record a file when it would end past the part of the log that is indexed (never written where no reader looks)', async () => {
     const { dir, log, cache } = setup();
-    mkdirSync(dir, { recursive: true });
-    const header = '{"log":"pipeline answer cache","id":"0123456789abcdef"}\n';
-    const lines = [header];
-    let size = header.length;
-    for (let i = 0; size < 64 * 1024 * 1024 - 70_000; i++) {
-      const line = `{"k":"${digest(`filler ${i}`)}","v":"${'z'.repeat(60_000)}"}\n`;
-      lines.push(line);
-      size += line.length;
-    }
     // The log ends 100 bytes short of the bound: a record of 500 bytes cannot fit.
-    const pad = 64 * 1024 * 1024 - 100 - size;
-    lines.push(`{"k":"${digest('pad')}","v":"${'p'.repeat(pad - 75)}"}\n`);
-    writeFileSync(log, lines.join(''));
+    writeLogUpTo(dir, log, 64 * 1024 * 1024 - 100);
     const value = { text: 'a'.repeat(500), usage: null };
     await cache.put('answer', value);
     expect(readdirSync(dir).sort()).toEqual([`${digest('answer')}.json`, 'log.jsonl']);

@@ -58,6 +58,20 @@ async function writeUntilSupplied(dir: string, from = 0): Promise<{ temp: string
   throw new Error('no temp file came from the supply');
 }
 
+/** Call `touch` on each temp file waiting in the lanes of the supply under `root` (as a writer of the store could); how many there were. */
+function eachWaitingTemp(root: string, touch: (file: string) => void): number {
+  const [own] = readdirSync(path.join(root, '.tmp'));
+  let count = 0;
+  for (const lane of readdirSync(path.join(root, '.tmp', own!))) {
+    const dir = path.join(root, '.tmp', own!, lane);
+    for (const name of readdirSync(dir)) {
+      touch(path.join(dir, name));
+      count++;
+    }
+  }
+  return count;
+}
+
 describe('temp files made ahead', () => {
   it('serves temp files in the target’s own directory, and every write lands whole', async () => {
     const root = tempDir();
@@ -190,16 +204,10 @@ describe('temp files made ahead', () => {
     supplied(root);
     const { next } = await writeUntilSupplied(path.join(root, 'proposals'));
     await new Promise((resolve) => setTimeout(resolve, 100));
-    const [own] = readdirSync(path.join(root, '.tmp'));
-    let planted = 0;
-    for (const lane of readdirSync(path.join(root, '.tmp', own!))) {
-      const dir = path.join(root, '.tmp', own!, lane);
-      for (const name of readdirSync(dir)) {
-        rmSync(path.join(dir, name));
-        writeFileSync(path.join(dir, name), '{"planted":true}\n');
-        planted++;
-      }
-    }
+    const planted = eachWaitingTemp(root, (file) => {
+      rmSync(file);
+      writeFileSync(file, '{"planted":true}\n');
+    });
     expect(planted).toBeGreaterThan(0);
     for (let i = next; i < next + 40; i++) await writeFileAtomic(path.join(root, 'proposals', `${i}.json`), `{"n":${i}}\n`);
     for (let i = next; i < next + 40; i++) expect(readFileSync(path.join(root, 'proposals', `${i}.json`), 'utf8')).toBe(`{"n":${i}}\n`);
@@ -213,21 +221,14 @@ describe('temp files made ahead', () => {
       supplied(root);
       const { next } = await writeUntilSupplied(path.join(root, 'proposals'));
       await new Promise((resolve) => setTimeout(resolve, 100));
-      const [own] = readdirSync(path.join(root, '.tmp'));
-      let touched = 0;
-      for (const lane of readdirSync(path.join(root, '.tmp', own!))) {
-        const dir = path.join(root, '.tmp', own!, lane);
-        for (const name of readdirSync(dir)) {
-          const file = path.join(dir, name);
-          if (tamper === 'append') appendFileSync(file, '                    "tail": "planted"}\n');
-          else if (tamper === 'link') linkSync(file, path.join(outside, name));
-          else {
-            rmSync(file);
-            mkdirSync(file);
-          }
-          touched++;
+      const touched = eachWaitingTemp(root, (file) => {
+        if (tamper === 'append') appendFileSync(file, '                    "tail": "planted"}\n');
+        else if (tamper === 'link') linkSync(file, path.join(outside, path.basename(file)));
+        else {
+          rmSync(file);
+          mkdirSync(file);
         }
-      }
+      });
       expect(touched).toBeGreaterThan(0);
       for (let i = next; i < next + 40; i++) await writeFileAtomic(path.join(root, 'proposals', `${i}.json`), `{"n":${i}}\n`);
       for (let i = next; i < next + 40; i++) expect(readFileSync(path.join(root, 'proposals', `${i}.json`), 'utf8'), tamper).toBe(`{"n":${i}}\n`);
