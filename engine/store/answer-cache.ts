@@ -41,6 +41,13 @@ const SPAN = 2 ** 17;
  * new entries get files, as before the log. Bounds the time and memory a hostile or old log costs.
  */
 const LOG_MAX = 64 * 1024 * 1024;
+/**
+ * And how many records, and lines, of it: a log of the smallest records the index takes (72
+ * bytes) or of empty lines made its first reader spend 1.5 s on the event loop reading 64 MiB
+ * (a review), past the second in which a run must answer Ctrl-C; answers are hundreds of bytes.
+ */
+const RECORDS_MAX = 200_000;
+const LINES_MAX = 4_000_000;
 const HEAD = Buffer.from('{"k":"');
 const DIGEST = 64;
 /** The index is keyed by a digest's first 16 hex digits; a record is used only when all 64 match. */
@@ -83,6 +90,9 @@ export class FileAnswerCache implements AnswerCache {
   private endsLine = false;
   /** Is the index partway through a line longer than any record (read on from there, it is passed over to its end)? */
   private skipping = false;
+  /** Lines the index has read of this log, and whether it stopped at RECORDS_MAX or LINES_MAX. */
+  private lines = 0;
+  private counted = false;
 
   constructor(private readonly dir: string) {
     this.log = path.join(dir, LOG);
@@ -132,7 +142,7 @@ export class FileAnswerCache implements AnswerCache {
     } catch {
       usable = false;
     }
-    if (this.scanned >= LOG_MAX) this.closeAppender(); // full: nothing more is appended
+    if (this.full()) this.closeAppender(); // nothing more is appended
     const digest = this.digest(key);
     const text = JSON.stringify(value);
     const target = path.join(this.dir, `${digest}.json`);
@@ -141,7 +151,7 @@ export class FileAnswerCache implements AnswerCache {
     // A key's first value goes to the log, after any older file of it is removed (a file wins) —
     // when the record, and whatever goes before it (a first line, a newline), ends within the part
     // of the log that is indexed: past it, no reader would ever find it.
-    const fits = Buffer.byteLength(text) <= LOG_VALUE_MAX && this.scanned + FIRST_LINE_MAX + 1 + Buffer.byteLength(record) <= LOG_MAX;
+    const fits = Buffer.byteLength(text) <= LOG_VALUE_MAX && !this.full() && this.scanned + FIRST_LINE_MAX + 1 + Buffer.byteLength(record) <= LOG_MAX;
     if (usable && at === undefined && fits && removeQuietly(target)) {
       if (this.append(digest, record)) return;
     }
@@ -197,7 +207,7 @@ export class FileAnswerCache implements AnswerCache {
     this.seen = stat.size;
     // Shorter than what was read: truncated, or removed and made again.
     if (`${stat.dev}:${stat.ino}` !== this.inode || stat.size < this.scanned) this.forget();
-    if (stat.size > this.scanned && this.scanned < LOG_MAX) this.readTail(stat.size);
+    if (stat.size > this.scanned && !this.full()) this.readTail(stat.size);
   }
 
   private forget(): void {
@@ -207,7 +217,14 @@ export class FileAnswerCache implements AnswerCache {
     this.scanned = 0;
     this.endsLine = false;
     this.skipping = false;
+    this.lines = 0;
+    this.counted = false;
     this.closeAppender();
+  }
+
+  /** Is the log full: read to LOG_MAX, or to RECORDS_MAX records or LINES_MAX lines? (Then new entries get files.) */
+  private full(): boolean {
+    return this.counted || this.scanned >= LOG_MAX;
   }
 
   /** Close the append descriptor (the log it names is gone, replaced or another one). */
@@ -222,14 +239,7 @@ export class FileAnswerCache implements AnswerCache {
    * read to its end, and ending with a newline (so nothing needs to go before the next record)?
    */
   private appending(): boolean {
-    return (
-      this.appender !== undefined &&
-      this.appender.inode === this.inode &&
-      this.seen === this.scanned &&
-      this.endsLine &&
-      this.scanned > 0 &&
-      this.scanned < LOG_MAX
-    );
+    return this.appender !== undefined && this.appender.inode === this.inode && this.seen === this.scanned && this.endsLine && this.scanned > 0 && !this.full();
   }
 
   /** Is `fd` the log the index describes? (Its first line was read when the index started.) */
@@ -247,6 +257,7 @@ export class FileAnswerCache implements AnswerCache {
         this.first = firstLine(fd);
       }
       const end = Math.min(size, LOG_MAX);
+      let full = false;
       let carry = Buffer.alloc(0);
       let offset = this.scanned;
       while (offset + carry.length < end) {
@@ -268,8 +279,15 @@ export class FileAnswerCache implements AnswerCache {
         for (let newline = bytes.indexOf(10, start); newline >= 0; newline = bytes.indexOf(10, start)) {
           this.indexLine(bytes, start, newline, offset + start);
           start = newline + 1;
+          this.lines++;
         }
         offset += start;
+        // So many records, or lines, that the rest would cost seconds of the event loop (a log of
+        // tiny or empty lines, written to hurt): the log is full, as past LOG_MAX.
+        if (this.index.size >= RECORDS_MAX || this.lines >= LINES_MAX) {
+          full = true;
+          break;
+        }
         // A line longer than any record is skipped whole, never buffered without bound.
         carry = bytes.length - start < SPAN ? bytes.subarray(start) : Buffer.alloc(0);
         if (carry.length === 0 && bytes.length > start) {
@@ -279,6 +297,7 @@ export class FileAnswerCache implements AnswerCache {
       }
       // A record that crosses the cap can never be indexed: the log is full.
       this.scanned = end === LOG_MAX && offset + carry.length >= LOG_MAX ? LOG_MAX : offset;
+      this.counted = full;
       this.endsLine = this.scanned > 0 && lastByteAt(fd, this.scanned - 1) === 10;
     } finally {
       closeSync(fd);

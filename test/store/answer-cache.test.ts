@@ -438,6 +438,21 @@ describe('the answer cache (file store)', () => {
     expect(await new FileAnswerCache(dir).get('answer')).toEqual(value);
   });
 
+  it('counts a log of 200,000 records, or 4,000,000 lines, as full: a hostile log of tiny lines costs a bounded first read', async () => {
+    for (const kind of ['records', 'lines'] as const) {
+      const { dir, log, cache } = setup();
+      mkdirSync(dir, { recursive: true });
+      const header = '{"log":"pipeline answer cache","id":"0123456789abcdef"}\n';
+      const body =
+        kind === 'records' ? Array.from({ length: 200_001 }, (_, i) => `{"k":"${digest(`tiny ${i}`)}","v":${i}}\n`).join('') : '\n'.repeat(4_000_001);
+      writeFileSync(log, header + body);
+      expect(await cache.get('tiny 0'), kind).toBe(kind === 'records' ? 0 : undefined);
+      await cache.put('new', answer(1));
+      expect(readdirSync(dir).sort(), kind).toEqual([`${digest('new')}.json`, 'log.jsonl']);
+      expect(await new FileAnswerCache(dir).get('new'), kind).toEqual(answer(1));
+    }
+  });
+
   it('gives a record a file when it would end past the part of the log that is indexed (never written where no reader looks)', async () => {
     const { dir, log, cache } = setup();
     // The log ends 100 bytes short of the bound: a record of 500 bytes cannot fit.
