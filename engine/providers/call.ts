@@ -17,6 +17,8 @@ export type Called =
 
 export interface CallOptions {
   useCache: boolean;
+  /** Ask, not the cache (the kept answer was no use); a valid answer is still kept, in its place. */
+  fresh?: boolean;
   maxAnswerBytes?: number | undefined;
   /** Which seat of a panel asks: two seats of one judge type must not share an answer. */
   seat?: string;
@@ -57,7 +59,7 @@ export async function callProvider(cache: AnswerCache, provider: Provider, reque
       : { ok: false, kind: 'invalid', reason: parsed.reason };
   }
   const key = cacheKey(provider, request.prompt, options.seat);
-  if (options.useCache) {
+  if (options.useCache && !options.fresh) {
     // An entry holds the answer JSON-escaped (at most 6 bytes per byte) and its usage.
     const hit = await cache.get(key, 6 * maxBytes + 64 * 1024);
     if (isCachedAnswer(hit)) {

@@ -169,18 +169,19 @@ export async function runPanel(
       // Rendered with closing tags neutralised: the proposal cannot close the delimiter around it.
       // A checks judge reads the proposal, never a prompt: rendering one per seat was pure cost.
       const prompt = provider?.kind === 'checks' ? '' : renderPrompt(stage.prompts?.[seat] ?? '', promptScope(engine, stage, stored, rubric, seat));
-      const result = await callProvider(
-        engine.store.cache,
-        provider,
-        {
-          purpose: 'judge',
-          prompt,
-          input: { proposal: stored.proposal, rubric, criteria: rubric.criteria.map((criterion) => criterion.name), judge_type: seat },
-          env: { PIPELINE_STAGE: stage.name, PIPELINE_JUDGE_TYPE: seat, PIPELINE_PROPOSAL_ID: stored.id },
-          ...(options.signal ? { signal: options.signal } : {}),
-        },
-        { useCache: options.useCache, maxAnswerBytes: stage.max_answer_bytes, seat: `${position}` },
-      );
+      const request = {
+        purpose: 'judge' as const,
+        prompt,
+        input: { proposal: stored.proposal, rubric, criteria: rubric.criteria.map((criterion) => criterion.name), judge_type: seat },
+        env: { PIPELINE_STAGE: stage.name, PIPELINE_JUDGE_TYPE: seat, PIPELINE_PROPOSAL_ID: stored.id },
+        ...(options.signal ? { signal: options.signal } : {}),
+      };
+      const ask = (fresh: boolean) =>
+        callProvider(engine.store.cache, provider, request, { useCache: options.useCache, fresh, maxAnswerBytes: stage.max_answer_bytes, seat: `${position}` });
+      let result = await ask(false);
+      // A kept answer that is no verdict (the cache edited by hand, or checks stricter than when it
+      // was kept) is no answer: the judge is asked, once, and a valid answer replaces it.
+      if (result.ok && result.cached && !checkVerdict(result.value, rubric, { seat, usage: result.usage }).ok) result = await ask(true);
       if (result.ok && !result.cached && !provider.deterministic) spent.push(result.usage);
       if (!result.ok) return { ok: false as const, reason: `the ${seat} judge gave no usable answer: ${result.reason}` };
       const checked = checkVerdict(result.value, rubric, { seat, usage: result.usage });

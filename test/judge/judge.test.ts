@@ -330,6 +330,26 @@ describe('the answer cache', () => {
     expect(read(id).verdict.judges.map((judge: { usage: unknown }) => judge.usage)).toEqual([usage, { tokens_in: null, tokens_out: null }]);
   });
 
+  it('asks again, once, when a kept answer is no verdict (the cache edited), and keeps the new answer in its place', async () => {
+    const { cacheKey } = await import('../../engine/providers/call.js');
+    const id = await confirmed('org');
+    const first = panel(
+      () => ({ ok: false, outage: 'HTTP 503' }),
+      () => verdict(),
+    );
+    await judge(id, first.source);
+    const key = cacheKey(first.providers.adversarial, first.providers.adversarial.calls[0]!.prompt, '1');
+    await t.engine.store.cache.put(key, { text: JSON.stringify({ score: 7, passed: true }), usage });
+    const second = panel(
+      () => verdict(),
+      () => verdict(),
+    );
+    expect((await judge(id, second.source)).outcome.kind).toBe('committed');
+    expect(second.providers.adversarial.calls).toHaveLength(1);
+    const kept = (await t.engine.store.cache.get(key)) as { text: string };
+    expect(JSON.parse(kept.text)).toMatchObject({ score: 0.9, passed: true });
+  });
+
   it('keys an answer by where it came from too: a provider whose command or server changed under the same name is asked again', async () => {
     const { callProvider } = await import('../../engine/providers/call.js');
     const request = { purpose: 'judge' as const, prompt: 'judge this', input: {}, env: {} };
