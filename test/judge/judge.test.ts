@@ -288,6 +288,18 @@ describe('refusals', () => {
   });
 });
 
+/** A confirmed proposal whose first judging kept the adversarial seat's answer (the standard one was out): the id and that answer's cache key. */
+async function keptAdversarialAnswer(): Promise<{ id: string; key: string }> {
+  const { cacheKey } = await import('../../engine/providers/call.js');
+  const id = await confirmed('org');
+  const first = panel(
+    () => ({ ok: false, outage: 'HTTP 503' }),
+    () => verdict(),
+  );
+  await judge(id, first.source);
+  return { id, key: cacheKey(first.providers.adversarial, first.providers.adversarial.calls[0]!.prompt, '1') };
+}
+
 describe('the answer cache', () => {
   it('pays for nothing twice: a re-run uses the validated answers already paid for', async () => {
     const id = await confirmed('org');
@@ -309,15 +321,8 @@ describe('the answer cache', () => {
   });
 
   it('reads a cached answer as untrusted: its usage is whole token counts or null, nothing else', async () => {
-    const { cacheKey } = await import('../../engine/providers/call.js');
-    const id = await confirmed('org');
-    const first = panel(
-      () => ({ ok: false, outage: 'HTTP 503' }),
-      () => verdict(),
-    );
-    await judge(id, first.source);
+    const { id, key } = await keptAdversarialAnswer();
     // Someone who can write the store rewrites the kept answer's usage.
-    const key = cacheKey(first.providers.adversarial, first.providers.adversarial.calls[0]!.prompt, '1');
     const kept = (await t.engine.store.cache.get(key)) as { text: string };
     expect(kept.text).toContain('"passed":true');
     await t.engine.store.cache.put(key, { text: kept.text, usage: { tokens_in: 'x'.repeat(20), tokens_out: -5, evil: { nested: [1] } } });
@@ -331,14 +336,7 @@ describe('the answer cache', () => {
   });
 
   it('asks again, once, when a kept answer is no verdict (the cache edited), and keeps the new answer in its place', async () => {
-    const { cacheKey } = await import('../../engine/providers/call.js');
-    const id = await confirmed('org');
-    const first = panel(
-      () => ({ ok: false, outage: 'HTTP 503' }),
-      () => verdict(),
-    );
-    await judge(id, first.source);
-    const key = cacheKey(first.providers.adversarial, first.providers.adversarial.calls[0]!.prompt, '1');
+    const { id, key } = await keptAdversarialAnswer();
     await t.engine.store.cache.put(key, { text: JSON.stringify({ score: 7, passed: true }), usage });
     const second = panel(
       () => verdict(),
