@@ -40,14 +40,21 @@ const SPAN = 2 ** 17;
  * How much of the log is indexed (and so read by each process, once): past it the log is full and
  * new entries get files, as before the log. Bounds the time and memory a hostile or old log costs.
  */
-const LOG_MAX = 64 * 1024 * 1024;
+let LOG_MAX = 64 * 1024 * 1024;
 /**
  * And how many records, and lines, of it: a log of the smallest records the index takes (72
  * bytes) or of empty lines made its first reader spend 1.5 s on the event loop reading 64 MiB
  * (a review), past the second in which a run must answer Ctrl-C; answers are hundreds of bytes.
  */
-const RECORDS_MAX = 200_000;
-const LINES_MAX = 4_000_000;
+let RECORDS_MAX = 200_000;
+let LINES_MAX = 4_000_000;
+
+/** For tests: smaller bounds (a log at the real ones takes a second to write); no argument puts the real ones back. */
+export function setLogBounds(bounds: { bytes?: number; records?: number; lines?: number } = {}): void {
+  LOG_MAX = bounds.bytes ?? 64 * 1024 * 1024;
+  RECORDS_MAX = bounds.records ?? 200_000;
+  LINES_MAX = bounds.lines ?? 4_000_000;
+}
 const HEAD = Buffer.from('{"k":"');
 const DIGEST = 64;
 /** The index is keyed by a digest's first 16 hex digits; a record is used only when all 64 match. */

@@ -15,8 +15,8 @@ import {
   writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { FileAnswerCache } from '../../engine/store/answer-cache.js';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { FileAnswerCache, setLogBounds } from '../../engine/store/answer-cache.js';
 import { FileStore } from '../../engine/store/file-store.js';
 import { ROOT, tempDir } from '../helpers.js';
 
@@ -427,10 +427,13 @@ describe('the answer cache (file store)', () => {
 
   it('gives a record a file when it would end past the part of the log that is read, also after a torn line the index stopped before', async () => {
     const { dir, log, cache } = setup();
+    const bound = 2 * 1024 * 1024; // (64 MiB; here 2 MiB)
+    setLogBounds({ bytes: bound });
+    onTestFinished(() => setLogBounds());
     // 10 KiB short of the bound, the last 100 KiB a torn line (a killed writer's): the index has
     // read to its start; a record of 30 KiB, appended at the log's end, would cross the bound.
-    writeLogUpTo(dir, log, 64 * 1024 * 1024 - 10 * 1024 - 100 * 1024, `{"k":"${digest('torn')}","v":"${'t'.repeat(100 * 1024 - 77)}`);
-    expect(readFileSync(log).length).toBe(64 * 1024 * 1024 - 10 * 1024);
+    writeLogUpTo(dir, log, bound - 10 * 1024 - 100 * 1024, `{"k":"${digest('torn')}","v":"${'t'.repeat(100 * 1024 - 77)}`);
+    expect(readFileSync(log).length).toBe(bound - 10 * 1024);
     const value = { text: 'a'.repeat(30 * 1024), usage: null };
     await cache.put('answer', value);
     expect(readdirSync(dir).sort()).toEqual([`${digest('answer')}.json`, 'log.jsonl']);
@@ -438,13 +441,14 @@ describe('the answer cache (file store)', () => {
     expect(await new FileAnswerCache(dir).get('answer')).toEqual(value);
   });
 
-  it('counts a log of 200,000 records, or 4,000,000 lines, as full: a hostile log of tiny lines costs a bounded first read', async () => {
+  it('counts a log of more records, or lines, than it indexes as full (200,000 and 4,000,000; here 2,000 and 40,000): a hostile log of tiny lines costs a bounded first read', async () => {
+    setLogBounds({ records: 2_000, lines: 40_000 });
+    onTestFinished(() => setLogBounds());
     for (const kind of ['records', 'lines'] as const) {
       const { dir, log, cache } = setup();
       mkdirSync(dir, { recursive: true });
       const header = '{"log":"pipeline answer cache","id":"0123456789abcdef"}\n';
-      const body =
-        kind === 'records' ? Array.from({ length: 200_001 }, (_, i) => `{"k":"${digest(`tiny ${i}`)}","v":${i}}\n`).join('') : '\n'.repeat(4_000_001);
+      const body = kind === 'records' ? Array.from({ length: 2_001 }, (_, i) => `{"k":"${digest(`tiny ${i}`)}","v":${i}}\n`).join('') : '\n'.repeat(40_001);
       writeFileSync(log, header + body);
       expect(await cache.get('tiny 0'), kind).toBe(kind === 'records' ? 0 : undefined);
       await cache.put('new', answer(1));
@@ -455,8 +459,10 @@ describe('the answer cache (file store)', () => {
 
   it('gives a record a file when it would end past the part of the log that is indexed (never written where no reader looks)', async () => {
     const { dir, log, cache } = setup();
+    setLogBounds({ bytes: 2 * 1024 * 1024 }); // (64 MiB; here 2 MiB)
+    onTestFinished(() => setLogBounds());
     // The log ends 100 bytes short of the bound: a record of 500 bytes cannot fit.
-    writeLogUpTo(dir, log, 64 * 1024 * 1024 - 100);
+    writeLogUpTo(dir, log, 2 * 1024 * 1024 - 100);
     const value = { text: 'a'.repeat(500), usage: null };
     await cache.put('answer', value);
     expect(readdirSync(dir).sort()).toEqual([`${digest('answer')}.json`, 'log.jsonl']);
