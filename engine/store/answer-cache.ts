@@ -264,7 +264,7 @@ export class FileAnswerCache implements AnswerCache {
         this.first = firstLine(fd);
       }
       const end = Math.min(size, LOG_MAX);
-      let full = false;
+      let stopped = false;
       let carry = Buffer.alloc(0);
       let offset = this.scanned;
       while (offset + carry.length < end) {
@@ -292,7 +292,7 @@ export class FileAnswerCache implements AnswerCache {
         // So many records, or lines, that the rest would cost seconds of the event loop (a log of
         // tiny or empty lines, written to hurt): the log is full, as past LOG_MAX.
         if (this.index.size >= RECORDS_MAX || this.lines >= LINES_MAX) {
-          full = true;
+          stopped = true;
           break;
         }
         // A line longer than any record is skipped whole, never buffered without bound.
@@ -304,7 +304,7 @@ export class FileAnswerCache implements AnswerCache {
       }
       // A record that crosses the cap can never be indexed: the log is full.
       this.scanned = end === LOG_MAX && offset + carry.length >= LOG_MAX ? LOG_MAX : offset;
-      this.counted = full;
+      this.counted = stopped;
       this.endsLine = this.scanned > 0 && lastByteAt(fd, this.scanned - 1) === 10;
     } finally {
       closeSync(fd);

@@ -214,31 +214,35 @@ describe('temp files made ahead', () => {
   });
 
   it('never serves a temp file written to, or linked to, in its lane since it was made; nor moves in a directory planted there', async () => {
-    for (const tamper of ['append', 'link', 'directory'] as const) {
-      const root = tempDir();
-      mkdirSync(path.join(root, 'proposals'));
-      const outside = tempDir();
-      supplied(root);
-      const { next } = await writeUntilSupplied(path.join(root, 'proposals'));
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      const touched = eachWaitingTemp(root, (file) => {
-        if (tamper === 'append') appendFileSync(file, '                    "tail": "planted"}\n');
-        else if (tamper === 'link') linkSync(file, path.join(outside, path.basename(file)));
-        else {
-          rmSync(file);
-          mkdirSync(file);
-        }
-      });
-      expect(touched).toBeGreaterThan(0);
-      for (let i = next; i < next + 40; i++) await writeFileAtomic(path.join(root, 'proposals', `${i}.json`), `{"n":${i}}\n`);
-      for (let i = next; i < next + 40; i++) expect(readFileSync(path.join(root, 'proposals', `${i}.json`), 'utf8'), tamper).toBe(`{"n":${i}}\n`);
-      // Nothing but the written files (and no directory) in the target; nothing written through a link out.
-      expect(
-        readdirSync(path.join(root, 'proposals')).filter((name) => !/^\d+\.json$/.test(name)),
-        tamper,
-      ).toEqual([]);
-      for (const name of readdirSync(outside)) expect(readFileSync(path.join(outside, name), 'utf8'), tamper).toBe('');
-    }
+    // Three supplies of their own, at once.
+    const tampers = ['append', 'link', 'directory'] as const;
+    await Promise.all(
+      tampers.map(async (tamper) => {
+        const root = tempDir();
+        mkdirSync(path.join(root, 'proposals'));
+        const outside = tempDir();
+        supplied(root);
+        const { next } = await writeUntilSupplied(path.join(root, 'proposals'));
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const touched = eachWaitingTemp(root, (file) => {
+          if (tamper === 'append') appendFileSync(file, '                    "tail": "planted"}\n');
+          else if (tamper === 'link') linkSync(file, path.join(outside, path.basename(file)));
+          else {
+            rmSync(file);
+            mkdirSync(file);
+          }
+        });
+        expect(touched).toBeGreaterThan(0);
+        for (let i = next; i < next + 40; i++) await writeFileAtomic(path.join(root, 'proposals', `${i}.json`), `{"n":${i}}\n`);
+        for (let i = next; i < next + 40; i++) expect(readFileSync(path.join(root, 'proposals', `${i}.json`), 'utf8'), tamper).toBe(`{"n":${i}}\n`);
+        // Nothing but the written files (and no directory) in the target; nothing written through a link out.
+        expect(
+          readdirSync(path.join(root, 'proposals')).filter((name) => !/^\d+\.json$/.test(name)),
+          tamper,
+        ).toEqual([]);
+        for (const name of readdirSync(outside)) expect(readFileSync(path.join(outside, name), 'utf8'), tamper).toBe('');
+      }),
+    );
   });
 
   it('serves no temp file into a directory where a file made there would take another group (setgid), and serves one where it would not', async () => {
