@@ -42,9 +42,10 @@ const SPAN = 2 ** 17;
  */
 let LOG_MAX = 64 * 1024 * 1024;
 /**
- * And how many records, and lines, of it: a log of the smallest records the index takes (72
- * bytes) or of empty lines made its first reader spend 1.5 s on the event loop reading 64 MiB
- * (a review), past the second in which a run must answer Ctrl-C; answers are hundreds of bytes.
+ * And how many records (lines that look like one, whatever their key: a log of one key repeated
+ * counts as many), and lines, of it: a log of the smallest records the index takes (72 bytes) or
+ * of empty lines made its first reader spend 1.5 s on the event loop reading 64 MiB (a review),
+ * past the second in which a run must answer Ctrl-C; answers are hundreds of bytes.
  */
 let RECORDS_MAX = 200_000;
 let LINES_MAX = 4_000_000;
@@ -97,7 +98,8 @@ export class FileAnswerCache implements AnswerCache {
   private endsLine = false;
   /** Is the index partway through a line longer than any record (read on from there, it is passed over to its end)? */
   private skipping = false;
-  /** Lines the index has read of this log, and whether it stopped at RECORDS_MAX or LINES_MAX. */
+  /** Records and lines the index has read of this log (or appended to it), and whether it stopped at RECORDS_MAX or LINES_MAX. */
+  private records = 0;
   private lines = 0;
   private counted = false;
 
@@ -224,6 +226,7 @@ export class FileAnswerCache implements AnswerCache {
     this.scanned = 0;
     this.endsLine = false;
     this.skipping = false;
+    this.records = 0;
     this.lines = 0;
     this.counted = false;
     this.closeAppender();
@@ -291,7 +294,7 @@ export class FileAnswerCache implements AnswerCache {
         offset += start;
         // So many records, or lines, that the rest would cost seconds of the event loop (a log of
         // tiny or empty lines, written to hurt): the log is full, as past LOG_MAX.
-        if (this.index.size >= RECORDS_MAX || this.lines >= LINES_MAX) {
+        if (this.records >= RECORDS_MAX || this.lines >= LINES_MAX) {
           stopped = true;
           break;
         }
@@ -317,6 +320,7 @@ export class FileAnswerCache implements AnswerCache {
     if (bytes.compare(HEAD, 0, HEAD.length, start, start + HEAD.length) !== 0) return;
     const digest = bytes.toString('latin1', start + HEAD.length, start + HEAD.length + PREFIX);
     this.index.set(digest, at * SPAN + length);
+    this.records++;
   }
 
   /** The record at packed position `at`, when it is still in this log, parses and belongs to `digest`. */
@@ -424,6 +428,11 @@ export class FileAnswerCache implements AnswerCache {
     this.scanned = before + written;
     this.endsLine = true; // (a record is written with its newline)
     this.skipping = false; // (and one after a long line, after a newline that ends it)
+    // Counted as a reader counts it: the writer's log is full no later than the next reader's
+    // index is, so it never appends a record that reader would not read.
+    this.records++;
+    this.lines += lead > 0 ? 2 : 1;
+    if (this.records >= RECORDS_MAX || this.lines >= LINES_MAX) this.counted = true;
     return true;
   }
 }

@@ -457,6 +457,20 @@ describe('the answer cache (file store)', () => {
     }
   });
 
+  it('stops appending where a fresh reader stops reading: one process filling the log to its count of records loses no entry', async () => {
+    setLogBounds({ records: 50 });
+    onTestFinished(() => setLogBounds());
+    const { dir, cache } = setup();
+    // 150 answers of 20 KB: 3 MB, so a fresh reader reading 1 MiB at a time stops after ~50.
+    const big = (i: number) => ({ text: `${'v'.repeat(20_000)}${i}`, usage: null });
+    for (let i = 0; i < 150; i++) {
+      expect(await cache.get(`key ${i}`)).toBeUndefined();
+      await cache.put(`key ${i}`, big(i));
+    }
+    const reader = new FileAnswerCache(dir);
+    for (let i = 0; i < 150; i++) expect(await reader.get(`key ${i}`), `key ${i}`).toEqual(big(i));
+  });
+
   it('gives a record a file when it would end past the part of the log that is indexed (never written where no reader looks)', async () => {
     const { dir, log, cache } = setup();
     setLogBounds({ bytes: 2 * 1024 * 1024 }); // (64 MiB; here 2 MiB)
