@@ -693,7 +693,7 @@ export async function scanProposals(proposalsDir: string, cacheFile: string, mar
   }
 }
 
-/** The longest status an index line keeps whole (no machine's state comes near it). */
+/** The longest status an index line keeps whole (a state of a longer name could not be selected through the index: docs/design.md). */
 const STATUS_KEPT = 1024;
 
 /** What a cache line keeps of a file's stat: enough to tell whether it changed. */
