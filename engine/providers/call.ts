@@ -61,7 +61,8 @@ export async function callProvider(cache: AnswerCache, provider: Provider, reque
   const key = cacheKey(provider, request.prompt, options.seat);
   if (options.useCache && !options.fresh) {
     // An entry holds the answer JSON-escaped (at most 6 bytes per byte) and its usage.
-    const hit = await cache.get(key, 6 * maxBytes + 64 * 1024);
+    // (A cache that fails is a miss: it is never required for correctness.)
+    const hit = await cache.get(key, 6 * maxBytes + 64 * 1024).catch(() => undefined);
     if (isCachedAnswer(hit)) {
       const parsed = parse(hit.text, maxBytes);
       // The cache is a file of the store like any other: its usage is read as an answer's is.

@@ -40,7 +40,9 @@ const SERVER_STATES: Record<string, string> = {
   '28000': 'authentication failed',
   '3D000': 'no such database',
   '53300': 'too many connections',
-  '57P01': 'the server is shutting down',
+  // (Also what a connection ended by pg_terminate_backend is told.)
+  '57P01': 'the server ended the connection (it is shutting down, or an administrator ended the session)',
+  '57014': 'a statement was cancelled (a statement_timeout, or a cancel request)',
   '57P03': 'the server is starting up or shutting down',
   '25006': 'the database is read-only',
   '42501': 'permission denied',

@@ -15,6 +15,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync, linkSync, lstatSync, mkdirSync, promises as fs, readdirSync, type Stats, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
+import { PipelineError } from '../errors.js';
+import { systemReason } from './failures.js';
 import { fsyncDir, groupSync, install, NotRegularFile, unlinkQuietly, writeFileAtomic, writeTemp } from '../util/atomic-write.js';
 import { sweepTempSupplies, useTempSupply } from '../util/temp-supply.js';
 import { isUlid } from '../util/ids.js';
@@ -58,8 +60,9 @@ import {
   type Query,
   type Queue,
   type ReadResult,
+  parseDocument,
   type Store,
-  wrongId,
+  statusFilter,
 } from './types.js';
 
 export interface FileStoreOptions {
@@ -103,30 +106,6 @@ function failpoint(step: string): void {
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** What a JSON parse error says, without quoting the text (it may be anything a link pointed at). */
-function describeJsonError(text: string, error: unknown): string {
-  const position = /position (\d+)/.exec((error as Error).message);
-  if (!position) return 'not valid JSON';
-  const before = text.slice(0, Number(position[1]));
-  const line = before.split('\n').length;
-  return `not valid JSON (line ${line}, column ${before.length - before.lastIndexOf('\n')})`;
-}
-
-/** Parse a proposal file: anything but a JSON object is malformed. */
-export function parseStored(id: string, text: string): ReadResult {
-  if (text.trim() === '') return { kind: 'malformed', reason: 'empty file' };
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    return { kind: 'malformed', reason: describeJsonError(text, error) };
-  }
-  if (!isObject(value)) return { kind: 'malformed', reason: 'not a JSON object' };
-  const wrong = wrongId(id, value);
-  if (wrong) return { kind: 'malformed', reason: wrong };
-  return { kind: 'found', stored: { id, proposal: value, version: text } };
-}
 
 function notRegularReason(error: NotRegularFile): string {
   return `${error.what}, not a regular file`;
@@ -293,7 +272,7 @@ export class FileStore implements Store {
       throw error; // (one this user may not read: said as such, naming it — see describeFileStoreFailure)
     }
     if (text === undefined) return { kind: 'missing' };
-    return parseStored(id, text);
+    return parseDocument(id, text);
   }
 
   private async scan(readsListed?: ReadsListed): Promise<ProposalScan> {
@@ -801,14 +780,9 @@ export class FileStore implements Store {
   async *dump(): AsyncIterable<Dumped> {
     const keyField = this.key?.field;
     for await (const entry of this.indexed({})) {
-      let text: string | undefined;
-      try {
-        text = readRegular(this.proposalFile(entry.id), DOCUMENT_MAX_BYTES);
-      } catch {
-        continue; // not a file (or past any proposal's size): nothing to copy
-      }
+      const text = this.readToCopy(this.proposalFile(entry.id));
       if (text === undefined) continue;
-      const read = parseStored(entry.id, text);
+      const read = parseDocument(entry.id, text);
       const key = read.kind === 'found' && keyField !== undefined ? read.stored.proposal[keyField] : undefined;
       yield { kind: 'proposal', id: entry.id, key: typeof key === 'string' ? key : null, text };
     }
@@ -821,16 +795,32 @@ export class FileStore implements Store {
       .sort()) {
       for (const name of readdirSync(path.join(this.location, dir)).sort()) {
         if (name.startsWith('.')) continue;
-        let text: string | undefined;
-        try {
-          text = readRegular(path.join(this.location, dir, name), DOCUMENT_MAX_BYTES);
-        } catch {
-          continue;
-        }
+        const text = this.readToCopy(path.join(this.location, dir, name));
         if (text === undefined) continue;
         if (/^[0-7][0-9A-HJKMNP-TV-Z]{25}\.json$/.test(name)) yield { kind: 'entry', collection: dir, id: name.slice(0, 26), text };
         else if (DOCUMENT_NAME.test(name)) yield { kind: 'document', collection: dir, name, text };
       }
+    }
+  }
+
+  /**
+   * A file of the store as a copy takes it (undefined when it is gone). One that cannot be taken
+   * whole — a link, a FIFO, a file past any document's size, one this user may not read — stops the
+   * copy, naming it: a copy that left it out would not be the store it says it copied.
+   */
+  private readToCopy(file: string): string | undefined {
+    try {
+      return readRegular(file, DOCUMENT_MAX_BYTES);
+    } catch (error) {
+      const why =
+        error instanceof NotRegularFile
+          ? error.what
+          : error instanceof TooLarge
+            ? `larger than ${DOCUMENT_MAX_BYTES / (1024 * 1024)} MiB`
+            : (systemReason(error) ?? String((error as Error).message ?? error));
+      throw new PipelineError('store.uncopyable', `${file} cannot be copied whole (${why}), so nothing was copied`, {
+        hint: `no command reads it as a document of the store: move it out of ${this.location}, then copy again`,
+      });
     }
   }
 
@@ -1041,7 +1031,7 @@ export class FileStore implements Store {
   private async replay(intent: Intent): Promise<boolean> {
     // The document must be this proposal's, at the state its last audit row leads to — or the
     // intent was not written by a commit (edited, planted) and nothing of it is acted on.
-    const document = parseStored(intent.id, intent.next);
+    const document = parseDocument(intent.id, intent.next);
     if (document.kind !== 'found' || document.stored.proposal['status'] !== intent.audit.at(-1)?.to) return false;
     const ledgerFiles = intent.ledger.map((write) => this.ledgerFile(write.ledger)); // one not configured: left, before anything is written
     const auditFile = path.join(this.location, AUDIT_FILE);
@@ -1241,14 +1231,6 @@ export function setListingMax(count = LISTING_MAX_DEFAULT): void {
 function statusesOf(query: Query): string {
   if (query.status === undefined) return '*';
   return JSON.stringify([...new Set([query.status].flat())].sort());
-}
-
-/** Does a status match a query's status (or statuses)? */
-export function statusFilter(query: Query): (status: unknown) => boolean {
-  const { status } = query;
-  if (status === undefined) return () => true;
-  if (typeof status === 'string') return (value) => value === status;
-  return (value) => typeof value === 'string' && status.includes(value);
 }
 
 /** The first index in sorted `ids` whose id is greater than `after`. */

@@ -26,6 +26,8 @@ import {
   type ReadResult,
   type Store,
   type StoreLayout,
+  parseDocument,
+  statusFilter,
 } from './types.js';
 
 interface LeaseRow {
@@ -47,16 +49,6 @@ interface Shared {
   cache: Map<string, string>;
   cacheBytes: Map<string, Uint8Array>;
   tokens: number;
-}
-
-function parse(id: string, text: string): ReadResult {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return { kind: 'malformed', reason: text.trim() === '' ? 'empty file' : 'not valid JSON' };
-  }
-  return isObject(value) ? { kind: 'found', stored: { id, proposal: value, version: text } } : { kind: 'malformed', reason: 'not a JSON object' };
 }
 
 const clone = <T>(value: T): T => structuredClone(value);
@@ -130,11 +122,11 @@ export class MemoryStore implements Store {
   async read(id: string): Promise<ReadResult> {
     if (!isUlid(id)) throw new Error(`invalid id: ${JSON.stringify(id)}`);
     const text = this.shared.documents.get(id);
-    return text === undefined ? { kind: 'missing' } : parse(id, text);
+    return text === undefined ? { kind: 'missing' } : parseDocument(id, text);
   }
 
   private entry(id: string, text: string): IndexEntry {
-    const read = parse(id, text);
+    const read = parseDocument(id, text);
     if (read.kind !== 'found') return { id, status: null, marks: [] };
     const status = read.stored.proposal['status'];
     return { id, status: typeof status === 'string' ? status : null, marks: this.layout.marks.filter((field) => hasPath(read.stored.proposal, field)) };
@@ -152,9 +144,10 @@ export class MemoryStore implements Store {
   }
 
   async *list(query: Query = {}): AsyncIterable<Listed> {
+    const wanted = statusFilter(query);
     for await (const entry of this.index(query)) {
       const read = await this.read(entry.id);
-      if (read.kind === 'found') yield read;
+      if (read.kind === 'found' && wanted(read.stored.proposal['status'])) yield read;
       else if (read.kind === 'malformed') yield { kind: 'malformed', id: entry.id, reason: read.reason };
     }
   }

@@ -41,7 +41,8 @@ import {
   type StatusTally,
   type Store,
   type StoreLayout,
-  wrongId,
+  parseDocument,
+  statusFilter,
 } from './types.js';
 
 /** The schema version this engine writes; a store with a newer one is refused. */
@@ -75,6 +76,12 @@ export function parsePostgresUrl(location: string): PostgresLocation {
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
     throw new PipelineError('store.url', `the schema name ${JSON.stringify(schema)} is not a plain lower-case SQL name`, {
       hint: 'schema=letters, digits and _ (e.g. schema=pipeline)',
+    });
+  }
+  // PostgreSQL keeps names that begin with pg_ for itself (pg_catalog, pg_temp, pg_toast…).
+  if (schema.startsWith('pg_')) {
+    throw new PipelineError('store.url', `the schema name ${JSON.stringify(schema)} begins with pg_, which PostgreSQL reserves for its own schemas`, {
+      hint: 'schema=letters, digits and _, not beginning with pg_ (e.g. schema=pipeline)',
     });
   }
   url.searchParams.delete('schema');
@@ -325,9 +332,15 @@ export class PostgresStore implements Store {
     this.location = target.display;
     this.schema = target.schema;
     this.cache = {
+      // Never throws, as on every backend: an entry that cannot be read (no permission on the
+      // table, a value written by hand that does not parse) is a miss, never a failure of the work.
       get: async (key, maxBytes) => {
-        const value = await this.cached(key, maxBytes);
-        return value === undefined ? undefined : (JSON.parse(value) as unknown);
+        try {
+          const value = await this.cached(key, maxBytes);
+          return value === undefined ? undefined : (JSON.parse(value) as unknown);
+        } catch {
+          return undefined;
+        }
       },
       put: (key, value) => this.keep(key, JSON.stringify(value)),
       // Bytes as base64 text in the same table, under keys no JSON entry has (those never start with U+0001).
@@ -597,6 +610,10 @@ export class PostgresStore implements Store {
 
   async *list(query: Query = {}): AsyncIterable<Listed> {
     if (!(await this.exists())) return;
+    // A row of no status (a document that is not a proposal's, as a person may have written it) is
+    // read whatever the status asked for: malformed, it is reported; a proposal, it is kept by its
+    // own status, as every backend keeps it.
+    const wanted = statusFilter(query);
     let after = query.after;
     for (;;) {
       const values: unknown[] = [];
@@ -604,7 +621,8 @@ export class PostgresStore implements Store {
       const { rows } = await this.query<{ id: string; doc: string; version: string }>(sql, values);
       for (const row of rows) {
         const read = parseDocument(row.id, row.doc, row.version);
-        yield read.kind === 'found' ? read : { kind: 'malformed', id: row.id, reason: read.kind === 'malformed' ? read.reason : 'missing' };
+        if (read.kind !== 'found') yield { kind: 'malformed', id: row.id, reason: read.kind === 'malformed' ? read.reason : 'missing' };
+        else if (wanted(read.stored.proposal['status'])) yield read;
       }
       if (rows.length < PAGE) return;
       after = rows[rows.length - 1]!.id;
@@ -1494,20 +1512,6 @@ export class PostgresStore implements Store {
     await this.ensure();
     await this.query(`INSERT INTO ${this.t('proposals')} (id, key, status, marks, doc, version) VALUES ($1, NULL, NULL, '{}', $2, 1)`, [id, text]);
   }
-}
-
-/** Parse a stored document: anything but a JSON object is malformed. */
-function parseDocument(id: string, text: string, version: string): ReadResult {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return { kind: 'malformed', reason: text.trim() === '' ? 'empty document' : 'not valid JSON' };
-  }
-  if (!isObject(value)) return { kind: 'malformed', reason: 'not a JSON object' };
-  const wrong = wrongId(id, value);
-  if (wrong) return { kind: 'malformed', reason: wrong };
-  return { kind: 'found', stored: { id, proposal: value, version } };
 }
 
 async function migrateToV1(client: PoolClient, t: (table: string) => string, schema: string): Promise<void> {

@@ -9,6 +9,7 @@
  * listings are keyset-paged async iterables; the answer cache is a small interface of its own.
  */
 import type { Proposal } from '../lifecycle/effects.js';
+import { isObject } from '../util/json-path.js';
 
 export interface AuditRow {
   at: string;
@@ -144,7 +145,10 @@ export interface Claimed {
 
 /** Validated model answers (SPEC §6): never required for correctness. */
 export interface AnswerCache {
-  /** The entry under `key`; one stored in more than `maxBytes` bytes is treated as missing. */
+  /**
+   * The entry under `key`; one stored in more than `maxBytes` bytes is treated as missing. Never
+   * throws: an entry that cannot be read (not there, unreadable, not JSON) is a miss.
+   */
   get(key: string, maxBytes?: number): Promise<unknown | undefined>;
   put(key: string, value: unknown): Promise<void>;
   /**
@@ -258,6 +262,42 @@ export function wrongId(id: string, document: Record<string, unknown>): string |
   const said =
     typeof document['id'] === 'string' ? JSON.stringify(document['id'].slice(0, 40)) : `a ${document['id'] === null ? 'null' : typeof document['id']}`;
   return `its id field is ${said}, not the id it is stored under`;
+}
+
+/** What a JSON parse error says, without quoting the text (it may be anything a link pointed at). */
+function describeJsonError(text: string, error: unknown): string {
+  const position = /position (\d+)/.exec((error as Error).message);
+  if (!position) return 'not valid JSON';
+  const before = text.slice(0, Number(position[1]));
+  const line = before.split('\n').length;
+  return `not valid JSON (line ${line}, column ${before.length - before.lastIndexOf('\n')})`;
+}
+
+/**
+ * Parse a stored proposal document (`version`: what a commit compares, the text itself unless the
+ * backend keeps a number): anything but a JSON object is malformed, and the reason is worded the
+ * same on every backend (SPEC §4: every message is).
+ */
+export function parseDocument(id: string, text: string, version: string = text): ReadResult {
+  if (text.trim() === '') return { kind: 'malformed', reason: 'empty file' };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    return { kind: 'malformed', reason: describeJsonError(text, error) };
+  }
+  if (!isObject(value)) return { kind: 'malformed', reason: 'not a JSON object' };
+  const wrong = wrongId(id, value);
+  if (wrong) return { kind: 'malformed', reason: wrong };
+  return { kind: 'found', stored: { id, proposal: value, version } };
+}
+
+/** Does a status match a query's status (or statuses)? A listing keeps a document by its own status, whatever an index said. */
+export function statusFilter(query: Query): (status: unknown) => boolean {
+  const { status } = query;
+  if (status === undefined) return () => true;
+  if (typeof status === 'string') return (value) => value === status;
+  return (value) => typeof value === 'string' && status.includes(value);
 }
 
 /** Proposal files are pretty-printed JSON, 2-space indent, trailing newline (SPEC §4). */

@@ -390,6 +390,25 @@ describe('the answer cache', () => {
     }
   });
 
+  it('asks the judges when the cache cannot be read: a failing lookup is a miss, on any backend', async () => {
+    const id = await confirmed('org');
+    const cache = t.engine.store.cache;
+    const get = cache.get;
+    cache.get = async () => {
+      throw new Error('permission denied for table cache');
+    };
+    try {
+      const asked = panel(
+        () => verdict(),
+        () => verdict(),
+      );
+      expect((await judge(id, asked.source)).outcome.kind).toBe('committed');
+      expect(asked.providers.standard.calls.length + asked.providers.adversarial.calls.length).toBe(2);
+    } finally {
+      cache.get = get;
+    }
+  });
+
   it('never caches an answer that failed validation, and --no-cache bypasses the cache', async () => {
     const id = await confirmed('org');
     await judge(

@@ -4,7 +4,7 @@
  * ids, and the destination is left as it was (missing, or empty), so the same command runs again
  * once the source is fixed.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runIn } from '../cli/memory-io.js';
@@ -97,5 +97,36 @@ describe('store copy into a directory', () => {
     expect(refused.stderr).toContain(`error: ${full} is not empty; store copy only fills an empty store (nothing was written)`);
     expect(readdirSync(full)).toEqual(['notes.txt']);
     expect(readdirSync(path.dirname(full))).toEqual(['full']);
+  });
+});
+
+describe('store copy of a store holding a file it cannot take whole', () => {
+  it('names a proposal file past any proposal’s size and a link where a pool entry belongs, and copies nothing', async () => {
+    const from = path.join(tempDir('pipeline-copy-'), 'store');
+    const made = await runIn(['--store', from, 'propose', '-'], env(), { input: JSON.stringify(proposalInput()) });
+    expect(made.code, made.stderr).toBe(0);
+    const huge = path.join(from, 'proposals', `${COPY}.json`);
+    writeFileSync(huge, `{"id": "${COPY}", "status": "pending", "padding": "${'x'.repeat(17 * 1024 * 1024)}"}\n`);
+    const to = path.join(tempDir('pipeline-copy-to-'), 'copy');
+    const refused = await runIn(['store', 'copy', '--from', from, '--to', to], env());
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`error: ${huge} cannot be copied whole (larger than 16 MiB), so nothing was copied`);
+    expect(existsSync(to)).toBe(false);
+    expect(readdirSync(path.dirname(to))).toEqual([]);
+
+    unlinkSync(huge);
+    mkdirSync(path.join(from, 'approved'), { recursive: true });
+    const outside = path.join(tempDir('pipeline-outside-'), 'entry.json');
+    writeFileSync(outside, '{}\n');
+    const link = path.join(from, 'approved', `${COPY}.json`);
+    symlinkSync(outside, link);
+    const linked = await runIn(['store', 'copy', '--from', from, '--to', to], env());
+    expect(linked.code).toBe(1);
+    expect(linked.stderr).toContain(`error: ${link} cannot be copied whole (a symbolic link), so nothing was copied`);
+    expect(existsSync(to)).toBe(false);
+
+    unlinkSync(link);
+    const again = await runIn(['store', 'copy', '--from', from, '--to', to], env());
+    expect(again.code, again.stderr).toBe(0);
   });
 });

@@ -38,6 +38,65 @@ describe.skipIf(!PG_URL)('PostgreSQL', () => {
       expect(parsePostgresUrl('postgres://alice:secret@db.example:5432/app?schema=team_a').display).toBe('postgres://db.example:5432/app?schema=team_a');
       expect(parsePostgresUrl('postgresql://db/app').schema).toBe('pipeline');
       expect(() => parsePostgresUrl('postgres://db/app?schema=Robert%27)%3B%20DROP')).toThrow(/not a plain lower-case SQL name/);
+      for (const reserved of ['pg_catalog', 'pg_temp', 'pg_toast', 'pg_x'])
+        expect(() => parsePostgresUrl(`postgres://db/app?schema=${reserved}`)).toThrow(/reserves/);
+      expect(parsePostgresUrl('postgres://db/app?schema=pgx').schema).toBe('pgx');
+    });
+
+    it('reads a cache entry it cannot use as a miss, as every backend does: one that does not parse, or a table it may not read', async () => {
+      const url = freshSchemaUrl();
+      const store = track(open(url));
+      await store.cache.put('kept', { text: 'answer' });
+      await store.cache.put('damaged', { text: 'answer' });
+      const pg = (await import('pg')).default;
+      const { connection, schema } = parsePostgresUrl(url);
+      const client = new pg.Client({ connectionString: connection });
+      await client.connect();
+      const role = `reader_${schema}`;
+      let reader: PostgresStore | undefined;
+      try {
+        await client.query(
+          `UPDATE "${schema}".cache SET value = '{"text": "unterminated' WHERE value LIKE '%answer%' AND key <> (SELECT min(key) FROM "${schema}".cache)`,
+        );
+        const values = (await Promise.all(['kept', 'damaged'].map((key) => store.cache.get(key)))).filter((value) => value !== undefined);
+        expect(values).toEqual([{ text: 'answer' }]);
+        // A role that may read every table but the cache.
+        await client.query(`CREATE ROLE ${role} LOGIN`);
+        await client.query(`GRANT USAGE ON SCHEMA "${schema}" TO ${role}`);
+        await client.query(`GRANT SELECT ON ALL TABLES IN SCHEMA "${schema}" TO ${role}`);
+        await client.query(`REVOKE SELECT ON "${schema}".cache FROM ${role}`);
+        reader = open(url.replace('postgres://postgres@', `postgres://${role}@`));
+        expect(await reader.exists()).toBe(true);
+        expect(await reader.cache.get('kept')).toBeUndefined();
+      } finally {
+        await reader?.close();
+        await client.query(`DROP OWNED BY ${role}`).catch(() => undefined);
+        await client.query(`DROP ROLE IF EXISTS ${role}`);
+        await client.end();
+      }
+    });
+
+    it('says a statement its server cancelled (a statement_timeout) was cancelled, naming the store: not an internal error', async () => {
+      const url = freshSchemaUrl();
+      const store = track(open(url));
+      await store.appendLedger('declined', { artifact_id: 'a' });
+      const pg = (await import('pg')).default;
+      const { connection, schema } = parsePostgresUrl(url);
+      const locker = new pg.Client({ connectionString: connection });
+      await locker.connect();
+      const { describePostgresFailure, withPlainFailures } = await import('../../engine/store/failures.js');
+      const timed = parsePostgresUrl(`${url}&options=${encodeURIComponent('-c statement_timeout=300')}`);
+      const impatient = track(withPlainFailures(new PostgresStore(timed, LAYOUT), (error) => describePostgresFailure(error, timed.display)));
+      try {
+        await locker.query('BEGIN');
+        await locker.query(`LOCK TABLE "${schema}".proposals IN ACCESS EXCLUSIVE MODE`);
+        await expect(impatient.counts(['pending'])).rejects.toThrow(
+          `the PostgreSQL store at ${timed.display} cannot be used: a statement was cancelled (a statement_timeout, or a cancel request) (canceling statement due to statement timeout)`,
+        );
+      } finally {
+        await locker.query('ROLLBACK');
+        await locker.end();
+      }
     });
 
     it('creates nothing when only read, and says it does not exist', async () => {
