@@ -72,12 +72,28 @@ async function post(url: URL, headers: Record<string, string>, body: string, abo
       agent,
       headers: { ...headers, 'content-length': String(data.length) },
     });
-    const onAbort = () => request.destroy(new Error('aborted'));
+    // The promise settles whatever the server does: an abort rejects it at once (a request whose
+    // socket is already gone emits nothing more), and so does a request that ends with no response.
+    const onAbort = () => {
+      request.destroy(new Error('aborted'));
+      reject(new Error('aborted'));
+    };
     abort.addEventListener('abort', onAbort, { once: true });
     const settle = () => abort.removeEventListener('abort', onAbort);
     request.on('error', (error) => {
       settle();
       reject(error);
+    });
+    // A 101 answer switches protocols: node:http then emits no response and no error, only this (or,
+    // with no listener, a close) — the call would wait for its timeout and its run could end early.
+    request.on('upgrade', (_response: IncomingMessage, socket: import('node:net').Socket) => {
+      socket.destroy();
+      settle();
+      reject(new Error('the server switched protocols (HTTP 101), which is no answer'));
+    });
+    request.on('close', () => {
+      settle();
+      reject(new Error('the connection closed before a response'));
     });
     request.on('response', (response: IncomingMessage) => {
       resolve({

@@ -109,3 +109,24 @@ describe('a closed stderr', () => {
     expect(code).toBe(0);
   });
 });
+
+describe('a command that stops before it finished', () => {
+  it('(waiting for a drain that never comes: a bug) is an internal error and exit 1, never a silent exit 0', async () => {
+    const { env } = cliStore();
+    const store = path.join(tempDir(), 'store');
+    const id = '01JC8A0000000000000000P001';
+    writeProposal(store, id, pendingProposal(id, 'a fine claim'));
+    // The process's stdout says it must drain, and never does: the listing waits for what cannot come.
+    const preload = path.join(tempDir(), 'never-drains.mjs');
+    writeFileSync(preload, "Object.defineProperty(process.stdout, 'writableNeedDrain', { get: () => true });\n");
+    const child = spawn(process.execPath, ['--import', preload, BIN, 'list', '--json'], { cwd: ROOT, env: { ...process.env, ...env, PIPELINE_STORE: store } });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout.resume();
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(stderr).toBe(
+      'pipeline: internal error: the command stopped before it finished (it waited for something that can never happen); nothing more was done\n',
+    );
+    expect(code).toBe(1);
+  });
+});

@@ -73,6 +73,21 @@ describe.each(kinds)('%s provider', (_kind, make) => {
     }
   });
 
+  it('takes a server that switches protocols (HTTP 101) for an outage at once, never waiting for the timeout', async () => {
+    const server = await serve(() => (res) => {
+      res.socket?.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n');
+    });
+    // (Its timeout outlasts the test's: a call that waited for it fails the test.)
+    const slow = testSettings({ timeoutMs: 600_000, env: { ANTHROPIC_API_KEY: KEY, OPENAI_API_KEY: KEY } });
+    const provider =
+      _kind === 'openai'
+        ? createOpenAIProvider('gpt', { kind: 'openai', base_url: server.url, model: 'm', api_key_env: 'OPENAI_API_KEY' }, slow, FAST_RETRY)
+        : createAnthropicProvider('claude-api', { kind: 'anthropic', base_url: server.url, model: 'm' }, slow, FAST_RETRY);
+    const result = await provider.call(promptRequest('p'));
+    expect(result).toEqual({ ok: false, outage: expect.stringContaining('the server switched protocols (HTTP 101)') });
+    expect(server.received).toHaveLength(3);
+  });
+
   it('cuts a server error message and masks the keys it quotes', async () => {
     const message = `Invalid x-api-key ${KEY} (token ghp_${'a1'.repeat(20)}); ${'padding '.repeat(200)}`;
     await serve(() => ({ status: 401, body: { error: { message } } }));
