@@ -24,6 +24,8 @@ main(process.argv.slice(2)).then(
 process.on('beforeExit', () => {
   if (settled) return;
   settled = true;
-  process.stderr.write('pipeline: internal error: the command stopped before it finished (it waited for something that can never happen); nothing more was done\n');
+  process.stderr.write(
+    'pipeline: internal error: the command stopped before it finished (it waited for something that can never happen); nothing more was done\n',
+  );
   process.exitCode = 1;
 });
