@@ -24,10 +24,12 @@ export interface CallOptions {
   seat?: string;
 }
 
-export function cacheKey(provider: Provider, prompt: string, seat = ''): string {
-  const key = [provider.kind, provider.name, provider.model ?? '', prompt, seat];
+export function cacheKey(provider: Provider, prompt: string, seat = '', env: Readonly<Record<string, string>> = {}): string {
+  const key: unknown[] = [provider.kind, provider.name, provider.model ?? '', prompt, seat];
   // (A provider with no source keeps the key it had before sources were part of it.)
-  return JSON.stringify(provider.source === undefined ? key : [...key, provider.source]);
+  if (provider.source !== undefined) key.push(provider.source);
+  if (provider.readsEnv) key.push(Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return JSON.stringify(key);
 }
 
 interface CachedAnswer {
@@ -58,7 +60,7 @@ export async function callProvider(cache: AnswerCache, provider: Provider, reque
       ? { ok: true, value: parsed.value, usage: result.usage, cached: false, keep: noop }
       : { ok: false, kind: 'invalid', reason: parsed.reason };
   }
-  const key = cacheKey(provider, request.prompt, options.seat);
+  const key = cacheKey(provider, request.prompt, options.seat, request.env);
   if (options.useCache && !options.fresh) {
     // An entry holds the answer JSON-escaped (at most 6 bytes per byte) and its usage.
     // (A cache that fails is a miss: it is never required for correctness.)

@@ -193,6 +193,7 @@ export function createCommandProvider(name: string, def: CommandProviderConfig, 
     paid: def.paid !== false,
     model: def.model,
     source: parsed.ok ? JSON.stringify(parsed.argv) : def.command,
+    readsEnv: true,
     deterministic: false,
     async call(request) {
       if (!parsed.ok) return { ok: false, outage: `${label}: ${parsed.reason}` };

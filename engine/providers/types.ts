@@ -43,6 +43,12 @@ export interface Provider {
    * provider name is another source of answers, never served the old one's.
    */
   readonly source?: string;
+  /**
+   * The request's `env` reaches what answers (a program's environment: which proposal, which
+   * seat), so it is part of what an answer answers, and of its cache key: a program that looks the
+   * proposal up by its id answers each proposal apart, whatever the prompt.
+   */
+  readonly readsEnv?: boolean;
   readonly deterministic: boolean;
   call(request: ProviderRequest): Promise<ProviderResult>;
 }

@@ -297,7 +297,8 @@ async function keptAdversarialAnswer(): Promise<{ id: string; key: string }> {
     () => verdict(),
   );
   await judge(id, first.source);
-  return { id, key: cacheKey(first.providers.adversarial, first.providers.adversarial.calls[0]!.prompt, '1') };
+  const call = first.providers.adversarial.calls[0]!;
+  return { id, key: cacheKey(first.providers.adversarial, call.prompt, '1', call.env) };
 }
 
 describe('the answer cache', () => {
@@ -367,6 +368,40 @@ describe('the answer cache', () => {
     const openai = (base_url: string) => createOpenAIProvider('o', { kind: 'openai', base_url, model: 'm' } as never, settings).source;
     expect(openai('http://u:one@localhost:1/v1')).toBe(openai('http://u:two@localhost:1/v1/'));
     expect(openai('http://localhost:1/v1')).not.toBe(openai('http://localhost:2/v1'));
+  });
+
+  it('keys a program’s answer by the proposal and seat it was told of too: one prompt for two proposals is two answers', async () => {
+    const { callProvider } = await import('../../engine/providers/call.js');
+    const env = (id: string) => ({ PIPELINE_STAGE: 'judge', PIPELINE_JUDGE_TYPE: 'standard', PIPELINE_PROPOSAL_ID: id });
+    // A program that looks the proposal up by its id (the prompt names none): each proposal its own answer.
+    const program = { ...fake('judge', (request) => verdict(request.env['PIPELINE_PROPOSAL_ID'] === 'A')), readsEnv: true };
+    const ask = async (id: string) => {
+      const called = await callProvider(
+        t.engine.store.cache,
+        program,
+        { purpose: 'judge', prompt: 'judge the proposal', input: {}, env: env(id) },
+        { useCache: true },
+      );
+      if (called.ok) await called.keep();
+      return called.ok && (called.value as { passed: boolean }).passed;
+    };
+    expect([await ask('A'), await ask('B'), await ask('A'), await ask('B')]).toEqual([true, false, true, false]);
+    expect(program.calls).toHaveLength(2);
+    // A server is told nothing of the proposal but the prompt: its answer to one prompt serves every proposal that sends it.
+    const server = fake('judge', () => verdict(), 'openai');
+    for (const id of ['A', 'B']) {
+      const called = await callProvider(
+        t.engine.store.cache,
+        server,
+        { purpose: 'judge', prompt: 'judge the proposal', input: {}, env: env(id) },
+        { useCache: true },
+      );
+      if (called.ok) await called.keep();
+    }
+    expect(server.calls).toHaveLength(1);
+    const { createCommandProvider } = await import('../../engine/providers/command.js');
+    const settings = { timeoutMs: 1000, attempts: 1, retryAfterCapMs: 0, maxAnswerBytes: 1024, env: {} } as never;
+    expect(createCommandProvider('c', { kind: 'command', command: 'claude -p' } as never, settings).readsEnv).toBe(true);
   });
 
   it('commits the verdict when the answers cannot be cached: the cache is never required', async () => {
