@@ -167,6 +167,9 @@ function runOnce(label: string, argv: string[], env: NodeJS.ProcessEnv, settings
       stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL * 4);
     });
     child.on('close', (code, signal) => {
+      // Whatever the program left running in its group (a helper it started and did not wait for)
+      // ends with the call: a call bounds the program's time, and the run's, not just its answer's.
+      if (group && child.pid !== undefined) killGroup(child.pid);
       if (child.pid !== undefined) live.delete(child.pid);
       if (code === 0) return settle({ ok: true, value: Buffer.concat(stdout).toString('utf8') });
       const why = signal ? `killed by ${signal}` : `exit ${code}`;

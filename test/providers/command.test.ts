@@ -187,6 +187,13 @@ describe('command provider', () => {
     expect(await eventuallyDead(Number(readFileSync(pidFile, 'utf8')))).toBe(true);
   });
 
+  it('ends what the program left running when it answers: a call leaves no process behind', async () => {
+    const pidFile = path.join(tempDir(), 'grandchild.pid');
+    const provider = createCommandProvider('leaves', { kind: 'command', command: run('leave-behind.mjs', pidFile) }, testSettings());
+    expect(await provider.call(promptRequest('hi'))).toMatchObject({ ok: true, text: '{"answer": 1}\n' });
+    expect(await eventuallyDead(Number(readFileSync(pidFile, 'utf8')))).toBe(true);
+  });
+
   it('refuses stdout over maxAnswerBytes without retrying, and accepts exactly the limit', async () => {
     const { retry, waits } = recordingRetry();
     const settings = testSettings({ maxAnswerBytes: 1024 * 1024 });
