@@ -44,9 +44,19 @@ const isScore = (value: unknown): value is number => typeof value === 'number' &
 const inRange = (value: number) => value >= 0 && value <= 1;
 
 export function normalizeUsage(raw: unknown): Usage {
-  const count = (value: unknown) => (typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : null);
   const usage = raw && typeof raw === 'object' ? (raw as Record<string, unknown>) : {};
-  return { tokens_in: count(usage['tokens_in']), tokens_out: count(usage['tokens_out']) };
+  return { tokens_in: tokenCount(usage['tokens_in']), tokens_out: tokenCount(usage['tokens_out']) };
+}
+
+/**
+ * The most tokens one call is believed to have used: far past any model's window, and small enough
+ * that a run's total of millions of calls stays an exact number (a count of 1e308 made it Infinity).
+ */
+export const TOKENS_MAX = 1_000_000_000;
+
+/** A token count as an answer reports it: a whole number from 0 to TOKENS_MAX, else unknown (null) — never 0. */
+export function tokenCount(value: unknown): number | null {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= TOKENS_MAX ? value : null;
 }
 
 /**

@@ -4,7 +4,8 @@
  */
 import type { AnthropicProviderConfig } from '../config/types.js';
 import type { ModelSettings } from './index.js';
-import { callJsonApi, resolveApiKey, splitUserInfo, tokenCount, type ParseAnswer } from './http.js';
+import { tokenCount } from '../jury/verdict.js';
+import { callJsonApi, resolveApiKey, splitUserInfo, type ParseAnswer } from './http.js';
 import type { RetryPolicy } from './retry.js';
 import type { Provider } from './types.js';
 

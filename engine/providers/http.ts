@@ -139,11 +139,6 @@ async function post(url: URL, headers: Record<string, string>, body: string, abo
   });
 }
 
-/** A non-negative integer token count, else null: unknown is never reported as 0. */
-export function tokenCount(value: unknown): number | null {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : null;
-}
-
 const isTransientStatus = (status: number) => status === 408 || status === 429 || status >= 500;
 
 /** How much of a server's error message an outage line quotes. */

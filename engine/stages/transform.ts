@@ -307,8 +307,12 @@ function capDetail(what: string, over: { path: string; bytes: number }, cap: num
   return `the ${what}'s ${over.path} is ${over.bytes} bytes, over the ${cap}-byte cap per text field (max_field_bytes)`;
 }
 
-async function decline(engine: Engine, stage: TransformStageDef, key: string, reason: string, detail: string | null): Promise<TransformResult> {
+/** The most of a decline's detail kept: it may quote the model (a refusal's reason), whose answer may be 1 MiB. */
+const MAX_DETAIL_CHARS = 1000;
+
+async function decline(engine: Engine, stage: TransformStageDef, key: string, reason: string, full: string | null): Promise<TransformResult> {
   const keyField = engine.pipeline.def.proposal.key;
+  const detail = full === null ? null : full.slice(0, MAX_DETAIL_CHARS);
   await engine.store.appendLedger(stage.declines.ledger, { [keyField]: key, reason, detail, declined_at: engine.now() });
   return { kind: 'declined', reason, detail };
 }

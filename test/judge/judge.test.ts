@@ -326,7 +326,7 @@ describe('the answer cache', () => {
     // Someone who can write the store rewrites the kept answer's usage.
     const kept = (await t.engine.store.cache.get(key)) as { text: string };
     expect(kept.text).toContain('"passed":true');
-    await t.engine.store.cache.put(key, { text: kept.text, usage: { tokens_in: 'x'.repeat(20), tokens_out: -5, evil: { nested: [1] } } });
+    await t.engine.store.cache.put(key, { text: kept.text, usage: { tokens_in: 'x'.repeat(20), tokens_out: 1e308, evil: { nested: [1] } } });
     const second = panel(
       () => verdict(),
       () => verdict(),

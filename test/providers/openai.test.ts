@@ -94,12 +94,17 @@ describe('openai provider', () => {
       completion('b', { prompt_tokens: -1, completion_tokens: 2.5 }),
       completion('c', { prompt_tokens: 0, completion_tokens: '7' }),
       completion('d', null),
+      // Past any model's window: a run's total of such counts was Infinity.
+      completion('e', { prompt_tokens: 1e308, completion_tokens: 1_000_000_001 }),
+      completion('f', { prompt_tokens: 1_000_000_000, completion_tokens: 3 }),
     );
     const p = provider({});
     expect(await p.call(promptRequest('p'))).toMatchObject({ usage: { tokens_in: null, tokens_out: null } });
     expect(await p.call(promptRequest('p'))).toMatchObject({ usage: { tokens_in: null, tokens_out: null } });
     expect(await p.call(promptRequest('p'))).toMatchObject({ usage: { tokens_in: 0, tokens_out: null } });
     expect(await p.call(promptRequest('p'))).toMatchObject({ usage: { tokens_in: null, tokens_out: null } });
+    expect(await p.call(promptRequest('p'))).toMatchObject({ usage: { tokens_in: null, tokens_out: null } });
+    expect(await p.call(promptRequest('p'))).toMatchObject({ usage: { tokens_in: 1_000_000_000, tokens_out: 3 } });
   });
 
   it('waits for Retry-After (seconds) after a 429, then answers', async () => {

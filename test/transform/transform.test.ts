@@ -158,6 +158,13 @@ describe('declined, with exactly the four reasons', () => {
     ['no_resolution', { eligible: false, reason: 'no_resolution' }, 'no_resolution', null],
     ['no_versions', { eligible: false, reason: 'no_versions' }, 'no_versions', null],
     ['another refusal', { eligible: false, reason: 'not_a_lesson' }, 'transform_invalid', 'refused: not_a_lesson'],
+    // The model's words, kept in a ledger row and printed: cut, however long the answer.
+    [
+      'a refusal with a long reason',
+      { eligible: false, reason: `${'why '.repeat(200_000)}` },
+      'transform_invalid',
+      `refused: ${'why '.repeat(250)}`.slice(0, 1000),
+    ],
     ['an answer that is not a JSON object', ['a', 'list'], 'transform_invalid', 'the answer is not a JSON object'],
     [
       'a candidate that fails the schema',
