@@ -148,13 +148,18 @@ function promptScope(engine: Engine, stage: JudgeStageDef, stored: Stored, rubri
  * Call every seat of the panel in parallel; any unusable answer makes the proposal unjudged.
  * `keep` puts the valid answers in the answer cache: the caller runs it before it commits (or
  * gives up), outside the concurrency slot — a cache write must not keep the next call waiting.
+ *
+ * `decides` (the jury's own checks: coverage, floors, the panel's make-up): answers kept from an
+ * earlier run that are each a verdict but together decide nothing would decide nothing on every
+ * run until `--no-cache` — so the seats served from the cache are asked again, once, and their
+ * fresh answers replace the kept ones (SPEC §5.4: the next run retries an unjudged proposal).
  */
 export async function runPanel(
   engine: Engine,
   stage: JudgeStageDef,
   stored: Stored,
   rubric: Rubric,
-  options: PanelOptions,
+  options: PanelOptions & { decides?: (judges: Verdict[]) => boolean },
 ): Promise<
   { ok: true; judges: Verdict[]; spent: Usage[]; keep: () => Promise<void> } | { ok: false; reason: string; spent: Usage[]; keep: () => Promise<void> }
 > {
@@ -163,36 +168,48 @@ export async function runPanel(
   const keep = async () => {
     await Promise.all(keeps.map((one) => one()));
   };
-  const answers = await Promise.all(
-    rubric.judge_types.map(async (seat, position) => {
-      const provider = options.providers.get(stage.judges[seat]!);
-      // Rendered with closing tags neutralised: the proposal cannot close the delimiter around it.
-      // A checks judge reads the proposal, never a prompt: rendering one per seat was pure cost.
-      const prompt = provider?.kind === 'checks' ? '' : renderPrompt(stage.prompts?.[seat] ?? '', promptScope(engine, stage, stored, rubric, seat));
-      const request = {
-        purpose: 'judge' as const,
-        prompt,
-        input: { proposal: stored.proposal, rubric, criteria: rubric.criteria.map((criterion) => criterion.name), judge_type: seat },
-        env: { PIPELINE_STAGE: stage.name, PIPELINE_JUDGE_TYPE: seat, PIPELINE_PROPOSAL_ID: stored.id },
-        ...(options.signal ? { signal: options.signal } : {}),
-      };
-      const ask = (fresh: boolean) =>
-        callProvider(engine.store.cache, provider, request, { useCache: options.useCache, fresh, maxAnswerBytes: stage.max_answer_bytes, seat: `${position}` });
-      let result = await ask(false);
-      // A kept answer that is no verdict (the cache edited by hand, or checks stricter than when it
-      // was kept) is no answer: the judge is asked, once, and a valid answer replaces it.
-      if (result.ok && result.cached && !checkVerdict(result.value, rubric, { seat, usage: result.usage }).ok) result = await ask(true);
-      if (result.ok && !result.cached && !provider.deterministic) spent.push(result.usage);
-      if (!result.ok) return { ok: false as const, reason: `the ${seat} judge gave no usable answer: ${result.reason}` };
-      const checked = checkVerdict(result.value, rubric, { seat, usage: result.usage });
-      if (!checked.ok) return { ok: false as const, reason: checked.reason };
-      keeps.push(result.keep);
-      return { ok: true as const, verdict: checked.verdict };
-    }),
-  );
+  type Seat = { ok: true; verdict: Verdict; cached: boolean; keep: () => Promise<void> } | { ok: false; reason: string };
+  const askSeat = async (seat: string, position: number, fresh: boolean): Promise<Seat> => {
+    const provider = options.providers.get(stage.judges[seat]!);
+    // Rendered with closing tags neutralised: the proposal cannot close the delimiter around it.
+    // A checks judge reads the proposal, never a prompt: rendering one per seat was pure cost.
+    const prompt = provider?.kind === 'checks' ? '' : renderPrompt(stage.prompts?.[seat] ?? '', promptScope(engine, stage, stored, rubric, seat));
+    const request = {
+      purpose: 'judge' as const,
+      prompt,
+      input: { proposal: stored.proposal, rubric, criteria: rubric.criteria.map((criterion) => criterion.name), judge_type: seat },
+      env: { PIPELINE_STAGE: stage.name, PIPELINE_JUDGE_TYPE: seat, PIPELINE_PROPOSAL_ID: stored.id },
+      ...(options.signal ? { signal: options.signal } : {}),
+    };
+    const ask = (again: boolean) =>
+      callProvider(engine.store.cache, provider, request, {
+        useCache: options.useCache,
+        fresh: again,
+        maxAnswerBytes: stage.max_answer_bytes,
+        seat: `${position}`,
+      });
+    let result = await ask(fresh);
+    // A kept answer that is no verdict (the cache edited by hand, or checks stricter than when it
+    // was kept) is no answer: the judge is asked, once, and a valid answer replaces it.
+    if (result.ok && result.cached && !checkVerdict(result.value, rubric, { seat, usage: result.usage }).ok) result = await ask(true);
+    if (result.ok && !result.cached && !provider.deterministic) spent.push(result.usage);
+    if (!result.ok) return { ok: false, reason: `the ${seat} judge gave no usable answer: ${result.reason}` };
+    const checked = checkVerdict(result.value, rubric, { seat, usage: result.usage });
+    if (!checked.ok) return { ok: false, reason: checked.reason };
+    return { ok: true, verdict: checked.verdict, cached: result.cached, keep: result.keep };
+  };
+  let answers: Seat[] = await Promise.all(rubric.judge_types.map((seat, position) => askSeat(seat, position, false)));
+  const usable = (seats: Seat[]) => seats.every((answer) => answer.ok);
+  const verdicts = (seats: Seat[]) => seats.map((answer) => (answer as { verdict: Verdict }).verdict);
+  if (usable(answers) && options.decides && answers.some((answer) => answer.ok && answer.cached) && !options.decides(verdicts(answers))) {
+    answers = await Promise.all(
+      answers.map((answer, position): Seat | Promise<Seat> => (answer.ok && answer.cached ? askSeat(rubric.judge_types[position]!, position, true) : answer)),
+    );
+  }
+  for (const answer of answers) if (answer.ok) keeps.push(answer.keep);
   const failure = answers.find((answer) => !answer.ok);
   if (failure && !failure.ok) return { ok: false, reason: failure.reason, spent, keep };
-  return { ok: true, judges: answers.map((answer) => (answer as { verdict: Verdict }).verdict), spent, keep };
+  return { ok: true, judges: verdicts(answers), spent, keep };
 }
 
 /** A judgement in two steps: the jury (slow, remote), then the commit (local). */
@@ -209,7 +226,8 @@ export async function judgePanel(engine: Engine, stage: JudgeStageDef, stored: S
     return { ...(await decideAndCommit(engine, stage, stored, plan, judges, options)), spent };
   };
   if (plan.kind !== 'jury') return { kind: 'decided', spent: [], commit: commit([], []) };
-  const panel = await runPanel(engine, stage, stored, plan.rubric, options);
+  const { rubric } = plan;
+  const panel = await runPanel(engine, stage, stored, rubric, { ...options, decides: (judges) => decideJury(rubric, judges).ok });
   if (!panel.ok) {
     await panel.keep(); // the seats that did answer are not paid for again on the retry
     return { kind: 'done', result: { outcome: { kind: 'unjudged', id: stored.id, reason: panel.reason }, spent: panel.spent } };

@@ -349,6 +349,44 @@ describe('the answer cache', () => {
     expect(JSON.parse(kept.text)).toMatchObject({ score: 0.9, passed: true });
   });
 
+  it('asks the seats served from the cache again, once, when the kept answers together decide nothing (a floored criterion no judge scored)', async () => {
+    const id = await confirmed('org');
+    const withoutGrounding = { scope_accuracy: 0.9, generality: 0.9 };
+    // The first run: the standard judge is out; the adversarial answer (no grounding score) is kept.
+    await judge(
+      id,
+      panel(
+        () => ({ ok: false, outage: 'HTTP 503' }),
+        () => verdict(true, withoutGrounding),
+      ).source,
+    );
+    // The next: the standard judge scores no grounding either. With the kept answer the panel
+    // decides nothing — so the adversarial judge is asked again, and its fresh answer decides.
+    const second = panel(
+      () => verdict(true, withoutGrounding),
+      () => verdict(),
+    );
+    expect((await judge(id, second.source)).outcome.kind).toBe('committed');
+    expect([second.providers.standard.calls.length, second.providers.adversarial.calls.length]).toEqual([1, 1]);
+    expect(read(id).status).toBe('approved');
+  });
+
+  it('asks a kept seat again only once: fresh answers that still decide nothing leave the proposal unjudged', async () => {
+    const id = await confirmed('org');
+    const withoutGrounding = { scope_accuracy: 0.9, generality: 0.9 };
+    await judge(
+      id,
+      panel(
+        () => ({ ok: false, outage: 'HTTP 503' }),
+        () => verdict(true, withoutGrounding),
+      ).source,
+    );
+    const second = panel(() => verdict(true, withoutGrounding));
+    const result = await judge(id, second.source);
+    expect(result.outcome).toMatchObject({ kind: 'unjudged', reason: expect.stringContaining('grounding') });
+    expect([second.providers.standard.calls.length, second.providers.adversarial.calls.length]).toEqual([1, 1]);
+  });
+
   it('keys an answer by where it came from too: a provider whose command or server changed under the same name is asked again', async () => {
     const { callProvider } = await import('../../engine/providers/call.js');
     const request = { purpose: 'judge' as const, prompt: 'judge this', input: {}, env: {} };
