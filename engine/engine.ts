@@ -39,7 +39,14 @@ export interface ApplyOptions {
   lease?: Lease;
   /** Add to the commit before it is made (it lands whole, or not at all). */
   extend?: Extend;
-  /** Set on the one re-decision after a lost race. */
+  /**
+   * A person's command whose arguments do not depend on what was read (a review command): when it
+   * loses a race it is decided once more on the proposal as it is now, so a refusal names the
+   * status it met. Never a decision made from what was read — a verdict judged the proposal as it
+   * was, and on a proposal changed since it is no verdict (SPEC §5.4: unjudged).
+   */
+  redecide?: boolean;
+  /** Set on that one re-decision. */
   retried?: boolean;
 }
 
@@ -177,7 +184,7 @@ export class Engine {
     };
     if (options.extend) change = (await options.extend(change, decision)) ?? change;
     const result = await this.store.commit(change);
-    if (!result.ok && result.reason === 'changed' && options.actor === 'cli' && !options.retried) {
+    if (!result.ok && result.reason === 'changed' && options.redecide && !options.retried) {
       // A person lost a race: decide again on the proposal as it is now, so a refusal names its status.
       const again = await this.read(id);
       if (again.ok) return this.applyTo(again.stored, event, args, { ...options, retried: true });

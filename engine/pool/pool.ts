@@ -49,8 +49,8 @@ export async function landEvent(engine: Engine, stored: Stored, event: string, a
   const random = options.random ?? Math.random;
   let current = stored;
   for (let attempt = 1; ; attempt++) {
-    // `retried`: the engine's own single re-decision is replaced by this loop.
-    const apply: ApplyOptions = { stage: POOL_STAGE, actor: 'cli', retried: true, ...(options.before ? { before: options.before } : {}) };
+    // (This loop decides again after each lost race: the engine's single re-decision is not asked for.)
+    const apply: ApplyOptions = { stage: POOL_STAGE, actor: 'cli', ...(options.before ? { before: options.before } : {}) };
     const outcome = await engine.applyTo(current, event, args, apply);
     if (outcome.kind !== 'refused' || outcome.code !== 'changed') return outcome;
     const status = String(current.proposal['status']);

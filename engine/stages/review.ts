@@ -72,6 +72,7 @@ export async function runReviewCommand(engine: Engine, command: ReviewCommand, i
   return engine.applyTo(read.stored, command.def.event, args, {
     stage: command.stage.name,
     actor,
+    redecide: true,
     before: (stored) => {
       for (const guard of command.def.preconditions ?? []) {
         if (!guardPasses(lifecycle, guard, stored.proposal, args)) {

@@ -213,6 +213,22 @@ describe('could not be judged: no transition, nothing written', () => {
     await expectUnjudged(id, async () => judgeWithVerdicts(t.engine, stage, await stored(id), { ok: true, value: verdicts }, { actor: 'cli' }), /./);
   });
 
+  it('for external verdicts that reach a proposal changed since it was read (confirmed again at another visibility): never a verdict under the old rubric', async () => {
+    const id = await confirmed('org');
+    // `judge --verdicts -` has read the proposal and waits for its input; meanwhile a person moves it to the public tier.
+    const asRead = await stored(id);
+    for (const [command, args] of [
+      ['unconfirm', {}],
+      ['confirm', { visibility: 'public' }],
+    ] as const)
+      expect((await runReviewCommand(t.engine, findReviewCommand(t.pipeline, command)!, id, args, 'cli')).kind).toBe('committed');
+    const orgPanel = ['standard', 'adversarial'].map((judge_type) => ({ judge_type, score: 0.9, passed: true, criterion_scores: allGood }));
+    const result = await judgeWithVerdicts(t.engine, stage, asRead, { ok: true, value: orgPanel }, { actor: 'cli' });
+    expect(result.outcome).toMatchObject({ kind: 'unjudged', reason: 'the proposal changed while it was being judged' });
+    expect(read(id)).toMatchObject({ status: 'confirmed', visibility: 'public' });
+    expect(read(id)).not.toHaveProperty('verdict');
+  });
+
   it('for external verdicts that are not a JSON array, even at a tier with no jury', async () => {
     const id = await confirmed('private');
     await expectUnjudged(
