@@ -14,6 +14,7 @@ import { refused, type Outcome } from './outcome.js';
 import { readSecret, type SecretRead } from './secret-files.js';
 import type { AuditRow, Change, Lease, Store, Stored } from './store/types.js';
 import { isUlid, ulidGenerator, type IdGenerator } from './util/ids.js';
+import { DEFAULT_MAX_FIELD_BYTES, oversizeField } from './util/text-size.js';
 import { formatTimestamp, systemClock, type Clock } from './util/time.js';
 
 export type Actor = AuditRow['actor'];
@@ -227,6 +228,19 @@ export class Engine {
    * Create a proposal from `{<key>, <payload>}` (the pipeline's declared fields): the payload must
    * satisfy the proposal schema, and a key already handled is refused.
    */
+  /**
+   * The cap on one text field of what a person or a file gives the engine (`propose`, a review
+   * command's arguments): the transform's (`max_field_bytes`, the largest any transform stage
+   * declares), else the shipped 64 KiB — a proposal is held to it however it arrives.
+   */
+  get maxFieldBytes(): number {
+    this.fieldCap ??=
+      Math.max(0, ...this.pipeline.stages.map((stage) => (stage.kind === 'transform' ? (stage.max_field_bytes ?? DEFAULT_MAX_FIELD_BYTES) : 0))) ||
+      DEFAULT_MAX_FIELD_BYTES;
+    return this.fieldCap;
+  }
+  private fieldCap: number | undefined;
+
   async propose(input: unknown, options: { stage: string; actor: Actor }): Promise<Outcome> {
     const { key: keyField, payload: payloadField, schema } = this.pipeline.def.proposal;
     if (!input || typeof input !== 'object' || Array.isArray(input))
@@ -241,6 +255,8 @@ export class Engine {
     const key = record[keyField];
     if (typeof key !== 'string' || key.trim() === '') return refused('invalid_input', `${keyField} must be a non-empty string`);
     if (!(payloadField in record)) return refused('invalid_input', `missing ${payloadField}`);
+    const over = oversizeField(record, this.maxFieldBytes);
+    if (over) return refused('invalid_input', `${over.path} is ${over.bytes} bytes, over the ${this.maxFieldBytes}-byte cap per text field (max_field_bytes)`);
     const findings = this.pipeline.schemas.check(schema, record[payloadField]);
     if (findings.length) return refused('schema_invalid', `the ${payloadField} fails the ${schema} schema`, formatFindings(findings, payloadField));
     const handled = await this.keyHandled(key);

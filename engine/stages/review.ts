@@ -11,6 +11,7 @@ import type { Actor, Engine } from '../engine.js';
 import { guardPasses } from '../lifecycle/decide.js';
 import { refused, type Outcome } from '../outcome.js';
 import { listWords } from '../util/suggest.js';
+import { oversizeField } from '../util/text-size.js';
 
 export interface ReviewCommand {
   stage: ReviewStageDef;
@@ -53,6 +54,8 @@ function describeArgFinding(command: ReviewCommand, finding: Finding, naming: 'o
  * acceptable. An empty answer is a missing one.
  */
 export function checkArgument(engine: Engine, command: ReviewCommand, arg: string, value: string | undefined): string | undefined {
+  const over = oversizeField(value, engine.maxFieldBytes);
+  if (over) return `${arg.replace(/_/g, ' ')} is ${over.bytes} bytes, over the ${engine.maxFieldBytes}-byte cap per text field`;
   const validate = engine.pipeline.schemas.inline(argsKey(command.stage.name, command.name));
   if (validate(value === undefined ? {} : { [arg]: value })) return undefined;
   const mine = describeErrors(validate.errors).filter((finding) => argOf(finding) === arg);
@@ -63,6 +66,20 @@ export function checkArgument(engine: Engine, command: ReviewCommand, arg: strin
 export async function runReviewCommand(engine: Engine, command: ReviewCommand, id: string, args: Record<string, unknown>, actor: Actor): Promise<Outcome> {
   const read = await engine.read(id);
   if (!read.ok) return read.outcome;
+  // A person's text goes into the proposal (a justification) or a ledger row (a reason): held to
+  // the cap a transform holds a candidate's text to.
+  for (const [arg, value] of Object.entries(args)) {
+    const over = oversizeField(value, engine.maxFieldBytes);
+    if (!over) continue;
+    const name = command.def.positional === arg ? arg.toUpperCase() : optionName(arg);
+    const status = String(read.stored.proposal['status']);
+    return refused(
+      'invalid_args',
+      `${command.name} ${id} (${status}): ${name} is ${over.bytes} bytes, over the ${engine.maxFieldBytes}-byte cap per text field`,
+      undefined,
+      id,
+    );
+  }
   const validate = engine.pipeline.schemas.inline(argsKey(command.stage.name, command.name));
   if (!validate(args)) {
     const problems = describeErrors(validate.errors).map((finding) => describeArgFinding(command, finding));

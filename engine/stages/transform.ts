@@ -16,6 +16,7 @@ import type { Usage } from '../jury/verdict.js';
 import { callProvider, type Called } from '../providers/call.js';
 import type { ProviderSource } from '../providers/index.js';
 import { getPath, isObject, setPath } from '../util/json-path.js';
+import { DEFAULT_MAX_FIELD_BYTES, oversizeField } from '../util/text-size.js';
 import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../util/nesting.js';
 
 export interface SourceRecord {
@@ -26,8 +27,7 @@ export interface SourceRecord {
   id?: string;
 }
 
-/** Shipped caps (SPEC §6): a text field of a record or a candidate, and a whole source record file. */
-export const DEFAULT_MAX_FIELD_BYTES = 64 * 1024;
+/** Shipped caps (SPEC §6): a whole source record file (a text field's: util/text-size.ts). */
 export const DEFAULT_MAX_RECORD_BYTES = 1024 * 1024;
 
 /** What a directory entry is, in words, when it is not a regular file. */
@@ -162,46 +162,6 @@ export function readSources(dir: string, stage: TransformStageDef): { records: S
     return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
   });
   return { records, problems };
-}
-
-/**
- * The first text field (dotted path, in document order) over `maxBytes` UTF-8 bytes, with its size.
- * Iterative, and a path is spelled out only for the field found: a value from outside may nest far
- * deeper than the call stack goes.
- */
-export function oversizeField(value: unknown, maxBytes: number): { path: string; bytes: number } | undefined {
-  interface Node {
-    value: unknown;
-    key: string;
-    parent: Node | undefined;
-  }
-  const pathOf = (node: Node): string => {
-    const keys: string[] = [];
-    for (let at: Node | undefined = node; at?.parent; at = at.parent) keys.push(at.key);
-    return keys.reverse().join('.') || '(the value)';
-  };
-  const pending: Node[] = [{ value, key: '', parent: undefined }];
-  for (let node = pending.pop(); node; node = pending.pop()) {
-    const current = node.value;
-    if (typeof current === 'string') {
-      // Cheap bounds first: a UTF-16 unit is 1–3 UTF-8 bytes.
-      if (current.length * 3 <= maxBytes) continue;
-      const bytes = Buffer.byteLength(current, 'utf8');
-      if (bytes > maxBytes) return { path: pathOf(node), bytes };
-      continue;
-    }
-    const entries: [string, unknown][] = Array.isArray(current)
-      ? current.map((item, index) => [String(index), item])
-      : isObject(current)
-        ? Object.entries(current)
-        : [];
-    // Pushed last first, so the first entry is looked at first.
-    for (let index = entries.length - 1; index >= 0; index--) {
-      const [key, child] = entries[index]!;
-      pending.push({ value: child, key, parent: node });
-    }
-  }
-  return undefined;
 }
 
 const compiledPregates = new WeakMap<TransformStageDef, RegExp[]>();

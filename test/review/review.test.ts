@@ -204,6 +204,38 @@ describe('confirm', () => {
   });
 });
 
+describe('a person\u2019s text, held to the cap on a text field (64 KiB, as a transform holds a candidate)', () => {
+  const long = 'x'.repeat(70_000);
+
+  it('refuses a justification or a reason over it, naming the argument and the status, writing nothing', async () => {
+    const id = await propose(t.engine);
+    await expectRefused(
+      () => review('confirm', id, { visibility: 'org', version_independent: long }),
+      id,
+      new RegExp(`^confirm ${id} \\(pending\\): --version-independent is 70000 bytes, over the 65536-byte cap per text field$`),
+    );
+    await expectRefused(
+      () => review('pass', id, { reason: long }),
+      id,
+      new RegExp(`^pass ${id} \\(pending\\): REASON is 70000 bytes, over the 65536-byte cap per text field$`),
+    );
+    expect((await review('pass', id, { reason: 'x'.repeat(65_536) })).kind).toBe('committed');
+  });
+
+  it('refuses one typed in the walk, to be asked again', async () => {
+    const { checkArgument } = await import('../../engine/stages/review.js');
+    expect(checkArgument(t.engine, findReviewCommand(t.pipeline, 'pass')!, 'reason', long)).toBe(
+      'reason is 70000 bytes, over the 65536-byte cap per text field',
+    );
+  });
+
+  it('refuses a proposal given to propose with a text field over it, naming the field', async () => {
+    const input = proposalInput();
+    const outcome = await t.engine.propose({ ...input, candidate: { ...(input.candidate as object), claim: long } }, { stage: 'test', actor: 'cli' });
+    expect(outcome).toMatchObject({ kind: 'refused', message: 'candidate.claim is 70000 bytes, over the 65536-byte cap per text field (max_field_bytes)' });
+  });
+});
+
 describe('pass', () => {
   it('passes a pending proposal, stamps passed_at and appends one row to passed.jsonl (never declined.jsonl)', async () => {
     const id = await propose(t.engine);

@@ -12,7 +12,7 @@ import type { TransformStageDef } from '../../engine/config/types.js';
 import type { Provider, ProviderRequest, ProviderResult } from '../../engine/providers/types.js';
 import type { RunOptions } from '../../engine/runner/driver.js';
 import { runStage } from '../../engine/stages/index.js';
-import { DEFAULT_MAX_FIELD_BYTES, oversizeField } from '../../engine/stages/transform.js';
+import { DEFAULT_MAX_FIELD_BYTES, oversizeField } from '../../engine/util/text-size.js';
 import { MAX_PRINT_DEPTH } from '../../engine/util/nesting.js';
 import { tempDir, testEngine, type TestEngine, quietRun } from '../helpers.js';
 

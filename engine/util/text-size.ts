@@ -1,0 +1,48 @@
+/**
+ * The cap on one text field of what comes from outside (SPEC §6: shipped, 64 KiB per text field,
+ * larger is declined, not hung on): source records and candidates in a transform, and the same
+ * cap for a proposal given to `propose` and a person's arguments to a review command.
+ */
+import { isObject } from './json-path.js';
+
+export const DEFAULT_MAX_FIELD_BYTES = 64 * 1024;
+
+/**
+ * The first text field (dotted path, in document order) over `maxBytes` UTF-8 bytes, with its size.
+ * Iterative, and a path is spelled out only for the field found: a value from outside may nest far
+ * deeper than the call stack goes.
+ */
+export function oversizeField(value: unknown, maxBytes: number): { path: string; bytes: number } | undefined {
+  interface Node {
+    value: unknown;
+    key: string;
+    parent: Node | undefined;
+  }
+  const pathOf = (node: Node): string => {
+    const keys: string[] = [];
+    for (let at: Node | undefined = node; at?.parent; at = at.parent) keys.push(at.key);
+    return keys.reverse().join('.') || '(the value)';
+  };
+  const pending: Node[] = [{ value, key: '', parent: undefined }];
+  for (let node = pending.pop(); node; node = pending.pop()) {
+    const current = node.value;
+    if (typeof current === 'string') {
+      // Cheap bounds first: a UTF-16 unit is 1–3 UTF-8 bytes.
+      if (current.length * 3 <= maxBytes) continue;
+      const bytes = Buffer.byteLength(current, 'utf8');
+      if (bytes > maxBytes) return { path: pathOf(node), bytes };
+      continue;
+    }
+    const entries: [string, unknown][] = Array.isArray(current)
+      ? current.map((item, index) => [String(index), item])
+      : isObject(current)
+        ? Object.entries(current)
+        : [];
+    // Pushed last first, so the first entry is looked at first.
+    for (let index = entries.length - 1; index >= 0; index--) {
+      const [key, child] = entries[index]!;
+      pending.push({ value: child, key, parent: node });
+    }
+  }
+  return undefined;
+}
