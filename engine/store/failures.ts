@@ -84,7 +84,7 @@ export function describeFileStoreFailure(error: unknown, location: string): Pipe
   if (error instanceof PipelineError) return error;
   if (error instanceof NotRegularFile) {
     return new PipelineError('store.not_regular', error.message, {
-      hint: `replace ${error.file} with a regular file (or move it away), then run the command again`,
+      hint: `replace ${error.file} with ${error.expected === 'a directory' ? 'a real directory' : 'a regular file'} (or move it away), then run the command again`,
     });
   }
   const code = codeOf(error);

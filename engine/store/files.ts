@@ -29,6 +29,7 @@ function describeType(stat: Stats): string {
   if (stat.isFIFO()) return 'a FIFO';
   if (stat.isSocket()) return 'a socket';
   if (stat.isCharacterDevice() || stat.isBlockDevice()) return 'a device';
+  if (stat.isFile()) return 'a file';
   return 'not a regular file';
 }
 
@@ -239,7 +240,7 @@ export function isRealDirectory(dir: string): boolean {
   const stat = lstatSync(dir, { throwIfNoEntry: false });
   if (!stat) return false;
   if (stat.isDirectory()) return true;
-  throw new NotRegularFile(dir, `${describeType(stat)} where a directory belongs`);
+  throw new NotRegularFile(dir, describeType(stat), 'a directory');
 }
 
 /** The byte of an open file at `offset`, or undefined past its end. */

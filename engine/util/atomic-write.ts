@@ -16,14 +16,15 @@ const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK } = constants;
 const fsyncAsync = promisify(fsync);
 const fdatasyncAsync = promisify(fdatasync);
 
-/** A path in the store that is not a regular file (or not a real directory). */
+/** A path in the store that is not a regular file (or, `expected` 'a directory', not a real directory). */
 export class NotRegularFile extends Error {
   readonly code = 'ENOTREG';
   constructor(
     readonly file: string,
     readonly what: string,
+    readonly expected: 'a regular file' | 'a directory' = 'a regular file',
   ) {
-    super(`${file} is ${what}, not a regular file; the store does not read or write through it`);
+    super(`${file} is ${what}, not ${expected}; the store does not read or write through it`);
   }
 }
 

@@ -586,7 +586,7 @@ describe('file store: nothing outside the store, nothing that blocks', () => {
       audit: [{ ...created, event: 'approve', from: 'pending', to: 'approved' }],
       entries: [{ op: 'put' as const, collection: 'approved', id: ID, entry: { id: ID } }],
     };
-    await expect(store.commit(change)).rejects.toThrow(/approved is a symbolic link where a directory belongs/);
+    await expect(store.commit(change)).rejects.toThrow(/approved is a symbolic link, not a directory; the store does not read or write through it/);
     const read = await store.read(ID);
     expect(read.kind === 'found' && read.stored.version).toBe(version);
     expect(await all(store.audit({ id: ID }))).toEqual([created]);

@@ -95,6 +95,21 @@ describe('a ledger or audit log that is a symbolic link', () => {
   });
 });
 
+describe('a directory of the store that is a symbolic link', () => {
+  it('is refused as a link where a directory belongs, and the hint asks for a real directory, not a file', async () => {
+    const { store, id } = await storeWithProposal();
+    const proposals = path.join(store, 'proposals');
+    const outside = path.join(tempDir('pipeline-outside-'), 'proposals');
+    renameSync(proposals, outside);
+    symlinkSync(outside, proposals);
+    const result = await runIn(['--store', store, 'confirm', id, '--visibility', 'private'], env());
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`error: ${proposals} is a symbolic link, not a directory; the store does not read or write through it`);
+    expect(result.stderr).toContain(`hint: replace ${proposals} with a real directory (or move it away)`);
+    expect(result.stderr).not.toMatch(/not a regular file|with a regular file/);
+  });
+});
+
 const asRoot = process.getuid?.() === 0;
 
 /** `pipeline --store STORE ARGS…` as a user permissions stop: nobody when the tests run as root. */
