@@ -176,7 +176,12 @@ describe('judge <id> --verdicts', () => {
     const again = await cliIn(['judge', a!, '--verdicts', file], { env });
     expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(new RegExp(`${a} is approved`))]);
     const unreadable = await cliIn(['judge', c!, '--verdicts', path.join(tempDir(), 'missing.json')], { env });
-    expect([unreadable.code, unreadable.stderr]).toEqual([1, expect.stringMatching(/cannot read --verdicts input from .*missing\.json: no such file/)]);
+    expect([unreadable.code, unreadable.stderr]).toEqual([
+      1,
+      expect.stringMatching(
+        new RegExp(`^refused: ${c} \\(confirmed\\): cannot read --verdicts input from .*missing\\.json: no such file.*; nothing was written\n$`),
+      ),
+    ]);
     for (const bad of ['not json', '{"judge_type": "standard"}', '["standard", "adversarial"]', '[]']) {
       const unjudged = await cliIn(['judge', c!, '--verdicts', '-'], { env, input: bad });
       expect([unjudged.code, unjudged.stderr]).toEqual([2, expect.stringMatching(/could not be judged/)]);
@@ -194,9 +199,15 @@ describe('input from outside is bounded in size (SPEC §12)', () => {
     const file = path.join(tempDir(), 'verdicts.json');
     writeFileSync(file, `[]${' '.repeat(MAX_INPUT_BYTES)}`);
     const big = await cliIn(['judge', id!, '--verdicts', file], { env });
-    expect([big.code, big.stderr]).toEqual([1, `refused: --verdicts input is larger than ${cap} (${file}); stopped reading there\n`]);
+    expect([big.code, big.stderr]).toEqual([
+      1,
+      `refused: ${id} (confirmed): --verdicts input is larger than ${cap} (${file}); stopped reading there; nothing was written\n`,
+    ]);
     const device = await cliIn(['judge', id!, '--verdicts', '/dev/zero'], { env });
-    expect([device.code, device.stderr]).toEqual([1, `refused: --verdicts input is larger than ${cap} (/dev/zero); stopped reading there\n`]);
+    expect([device.code, device.stderr]).toEqual([
+      1,
+      `refused: ${id} (confirmed): --verdicts input is larger than ${cap} (/dev/zero); stopped reading there; nothing was written\n`,
+    ]);
     // The real binary with /dev/zero on stdin: it ends by itself, not by running out of memory.
     const zero = openSync('/dev/zero', 'r');
     const child = spawn(process.execPath, [BIN, 'judge', id!, '--verdicts', '-'], {
@@ -208,7 +219,10 @@ describe('input from outside is bounded in size (SPEC §12)', () => {
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    expect([code, stderr]).toEqual([1, `refused: --verdicts input is larger than ${cap} (stdin); stopped reading there\n`]);
+    expect([code, stderr]).toEqual([
+      1,
+      `refused: ${id} (confirmed): --verdicts input is larger than ${cap} (stdin); stopped reading there; nothing was written\n`,
+    ]);
     expect(proposalFile(store, id!).status).toBe('confirmed');
   });
 

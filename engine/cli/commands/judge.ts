@@ -35,7 +35,8 @@ export async function runJudge(context: Context): Promise<number> {
   );
   const verdicts = await readInputText(context, source, '--verdicts input');
   if (!verdicts.ok) {
-    context.out.refused(verdicts.message);
+    // A refusal names the proposal and its status (SPEC §7), as every other refusal of the command does.
+    context.out.refused(`${read.stored.id} (${status}): ${verdicts.message}; nothing was written`);
     return EXIT.refused;
   }
   let input: { ok: true; value: unknown } | { ok: false; reason: string };
