@@ -13,7 +13,7 @@ import { decide, type Commit, type Refusal } from './lifecycle/decide.js';
 import { refused, type Outcome } from './outcome.js';
 import { readSecret, type SecretRead } from './secret-files.js';
 import type { AuditRow, Change, Lease, Store, Stored } from './store/types.js';
-import { isUlid, ulidGenerator, type IdGenerator } from './util/ids.js';
+import { isUlid, quotedNonId, ulidGenerator, type IdGenerator } from './util/ids.js';
 import { DEFAULT_MAX_FIELD_BYTES, oversizeField } from './util/text-size.js';
 import { formatTimestamp, systemClock, type Clock } from './util/time.js';
 
@@ -98,7 +98,7 @@ export class Engine {
    * before the store is touched, and an id wins over a key.
    */
   async read(idOrKey: string): Promise<ReadOutcome> {
-    if (!isUlid(idOrKey)) return { ok: false, outcome: refused('invalid_id', `invalid id: ${JSON.stringify(idOrKey)} is not a ULID`) };
+    if (!isUlid(idOrKey)) return { ok: false, outcome: refused('invalid_id', `invalid id: ${quotedNonId(idOrKey)} is not a ULID`) };
     let id = idOrKey;
     let result = await this.store.read(id);
     if (result.kind === 'missing') {
@@ -254,6 +254,9 @@ export class Engine {
       );
     const key = record[keyField];
     if (typeof key !== 'string' || key.trim() === '') return refused('invalid_input', `${keyField} must be a non-empty string`);
+    // Every command may name the proposal by its key, which must pass the id check (SPEC §7): a key
+    // that is no ULID could never name it (and a path or an escape sequence is no key).
+    if (!isUlid(key)) return refused('invalid_input', `${keyField} must be a ULID, as an id is (got ${quotedNonId(key)})`);
     if (!(payloadField in record)) return refused('invalid_input', `missing ${payloadField}`);
     const over = oversizeField(record, this.maxFieldBytes);
     if (over) return refused('invalid_input', `${over.path} is ${over.bytes} bytes, over the ${this.maxFieldBytes}-byte cap per text field (max_field_bytes)`);

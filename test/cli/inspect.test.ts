@@ -90,6 +90,21 @@ describe('a proposal named by its key field', () => {
     expect(JSON.parse((await runIn(['show', a.id, '--json'], env)).stdout).id).toBe(a.id);
     const invalid = await runIn(['show', 'A004'], env);
     expect([invalid.code, invalid.stderr]).toEqual([1, 'refused: invalid id: "A004" is not a ULID\n']);
+    // Quoted cut short: an argument may be any size.
+    const long = await runIn(['show', 'x'.repeat(100_000)], env);
+    expect([long.code, long.stderr]).toEqual([1, `refused: invalid id: "${'x'.repeat(40)}…" is not a ULID\n`]);
+  });
+
+  it('refuses to propose under a key that is no ULID: a key names the proposal in every command, as an id does', async () => {
+    const { t } = await seeded();
+    for (const key of ['../../etc/passwd', '01JC8A\u001b]0;pwned\u0007', 'not-a-ulid', 'k'.repeat(100_000)]) {
+      const outcome = await t.engine.propose({ ...proposalInput(), artifact_id: key }, { stage: 'test', actor: 'cli' });
+      expect(outcome).toMatchObject({
+        kind: 'refused',
+        code: 'invalid_input',
+        message: expect.stringMatching(/^artifact_id must be a ULID, as an id is \(got ".{1,41}"\)$/s),
+      });
+    }
   });
 
   it('says a declined key made no proposal, instead of a bare "not found"', async () => {
