@@ -254,9 +254,6 @@ export class Engine {
       );
     const key = record[keyField];
     if (typeof key !== 'string' || key.trim() === '') return refused('invalid_input', `${keyField} must be a non-empty string`);
-    // Every command may name the proposal by its key, which must pass the id check (SPEC §7): a key
-    // that is no ULID could never name it (and a path or an escape sequence is no key).
-    if (!isUlid(key)) return refused('invalid_input', `${keyField} must be a ULID, as an id is (got ${quotedNonId(key)})`);
     if (!(payloadField in record)) return refused('invalid_input', `missing ${payloadField}`);
     const over = oversizeField(record, this.maxFieldBytes);
     if (over) return refused('invalid_input', `${over.path} is ${over.bytes} bytes, over the ${this.maxFieldBytes}-byte cap per text field (max_field_bytes)`);

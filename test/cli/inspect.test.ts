@@ -95,16 +95,14 @@ describe('a proposal named by its key field', () => {
     expect([long.code, long.stderr]).toEqual([1, `refused: invalid id: "${'x'.repeat(40)}…" is not a ULID\n`]);
   });
 
-  it('refuses to propose under a key that is no ULID: a key names the proposal in every command, as an id does', async () => {
+  it('holds a key given to propose to the cap on a text field: 100 KB of it is refused, not kept and quoted whole', async () => {
     const { t } = await seeded();
-    for (const key of ['../../etc/passwd', '01JC8A\u001b]0;pwned\u0007', 'not-a-ulid', 'k'.repeat(100_000)]) {
-      const outcome = await t.engine.propose({ ...proposalInput(), artifact_id: key }, { stage: 'test', actor: 'cli' });
-      expect(outcome).toMatchObject({
-        kind: 'refused',
-        code: 'invalid_input',
-        message: expect.stringMatching(/^artifact_id must be a ULID, as an id is \(got ".{1,41}"\)$/s),
-      });
-    }
+    const outcome = await t.engine.propose({ ...proposalInput(), artifact_id: 'k'.repeat(100_000) }, { stage: 'test', actor: 'cli' });
+    expect(outcome).toMatchObject({
+      kind: 'refused',
+      code: 'invalid_input',
+      message: 'artifact_id is 100000 bytes, over the 65536-byte cap per text field (max_field_bytes)',
+    });
   });
 
   it('says a declined key made no proposal, instead of a bare "not found"', async () => {

@@ -20,10 +20,9 @@ describe('the shipped offline jury', () => {
     const confirm = findReviewCommand(t.pipeline, 'confirm')!;
     const ids: string[] = [];
     for (const visibility of ['org', 'public']) {
-      const created = await t.engine.propose(proposalInput({ rationale: `The lockfile format changed in pnpm 8. ${adversarialText(600_000)}` }), {
-        stage: 'test',
-        actor: 'cli',
-      });
+      // Past the cap `propose` holds text to: as a proposal written by hand, or copied in, could be.
+      const input = proposalInput({ rationale: `The lockfile format changed in pnpm 8. ${adversarialText(600_000)}` });
+      const created = await t.engine.create(input.artifact_id, input.candidate, { stage: 'test', actor: 'cli' });
       if (created.kind !== 'committed') throw new Error(JSON.stringify(created));
       expect((await runReviewCommand(t.engine, confirm, created.id, { visibility }, 'cli')).kind).toBe('committed');
       ids.push(created.id);
@@ -35,10 +34,8 @@ describe('the shipped offline jury', () => {
 
   it('still finds what it looks for after the adversarial runs', async () => {
     const t = await testEngine();
-    const created = await t.engine.propose(proposalInput({ rationale: `${adversarialText(300_000)} Reach it at build.corp or ops@example.com.` }), {
-      stage: 'test',
-      actor: 'cli',
-    });
+    const input = proposalInput({ rationale: `${adversarialText(300_000)} Reach it at build.corp or ops@example.com.` });
+    const created = await t.engine.create(input.artifact_id, input.candidate, { stage: 'test', actor: 'cli' });
     if (created.kind !== 'committed') throw new Error(JSON.stringify(created));
     await runReviewCommand(t.engine, findReviewCommand(t.pipeline, 'confirm')!, created.id, { visibility: 'public' }, 'cli');
     await runStage(t.engine, stageOf(t, 'judge'), quietRun());
