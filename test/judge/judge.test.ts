@@ -365,10 +365,10 @@ describe('the answer cache', () => {
     expect(JSON.parse(kept.text)).toMatchObject({ score: 0.9, passed: true });
   });
 
-  it('asks the seats served from the cache again, once, when the kept answers together decide nothing (a floored criterion no judge scored)', async () => {
+  const withoutGrounding = { scope_accuracy: 0.9, generality: 0.9 };
+  /** A confirmed proposal whose first judging kept an adversarial answer that scores no grounding (the standard judge was out). */
+  async function keptAnswerWithoutGrounding(): Promise<string> {
     const id = await confirmed('org');
-    const withoutGrounding = { scope_accuracy: 0.9, generality: 0.9 };
-    // The first run: the standard judge is out; the adversarial answer (no grounding score) is kept.
     await judge(
       id,
       panel(
@@ -376,6 +376,11 @@ describe('the answer cache', () => {
         () => verdict(true, withoutGrounding),
       ).source,
     );
+    return id;
+  }
+
+  it('asks the seats served from the cache again, once, when the kept answers together decide nothing (a floored criterion no judge scored)', async () => {
+    const id = await keptAnswerWithoutGrounding();
     // The next: the standard judge scores no grounding either. With the kept answer the panel
     // decides nothing — so the adversarial judge is asked again, and its fresh answer decides.
     const second = panel(
@@ -388,15 +393,7 @@ describe('the answer cache', () => {
   });
 
   it('asks a kept seat again only once: fresh answers that still decide nothing leave the proposal unjudged', async () => {
-    const id = await confirmed('org');
-    const withoutGrounding = { scope_accuracy: 0.9, generality: 0.9 };
-    await judge(
-      id,
-      panel(
-        () => ({ ok: false, outage: 'HTTP 503' }),
-        () => verdict(true, withoutGrounding),
-      ).source,
-    );
+    const id = await keptAnswerWithoutGrounding();
     const second = panel(() => verdict(true, withoutGrounding));
     const result = await judge(id, second.source);
     expect(result.outcome).toMatchObject({ kind: 'unjudged', reason: expect.stringContaining('grounding') });
