@@ -120,6 +120,38 @@ describe('paid providers', () => {
     expect(readdirSync(path.join(store, 'proposals')).map((name) => readFileSync(path.join(store, 'proposals', name), 'utf8'))).toEqual(before);
   });
 
+  it.each([
+    ['Ctrl-D', 0, '\u0004'],
+    ['Ctrl-C', 130, '\u0003'],
+  ])('on a terminal, %s at the spend question is no: nothing called or written, never an internal error, exit %i', async (_key, code, key) => {
+    const { dir, marker } = withCommandJudge(GOOD);
+    const { store, env } = cliStore();
+    await confirmed(env, ['org'], dir);
+    const log = readFileSync(path.join(store, 'events.jsonl'));
+    // util-linux `script` gives the binary a pseudo-terminal; the key goes once the question is on it.
+    const command = [process.execPath, BIN, '--dir', dir, 'run', 'judge'].map((part) => JSON.stringify(part)).join(' ');
+    const child = spawn('script', ['-qefc', command, '/dev/null'], { cwd: ROOT, env: { ...process.env, ...env, TERM: 'xterm' }, stdio: 'pipe' });
+    let screen = '';
+    let asked = false;
+    child.stdout.on('data', (chunk: Buffer) => {
+      screen += chunk.toString('utf8');
+      // (readline may end the question with a cursor move.)
+      if (!asked && /\[y\/N\] (\u001b\[[0-9;]*[A-Za-z])*$/.test(screen)) {
+        asked = true;
+        child.stdin.write(key);
+      }
+    });
+    // Never hang the suite on a question that does not end (the test then fails on its exit code).
+    const guard = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    const exit = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    clearTimeout(guard);
+    expect([exit, asked], screen).toEqual([code, true]);
+    expect(screen).toContain('cancelled: nothing was called and nothing was written');
+    expect(screen).not.toMatch(/internal error/);
+    expect(existsSync(marker)).toBe(false);
+    expect(readFileSync(path.join(store, 'events.jsonl')).equals(log)).toBe(true);
+  });
+
   it('--dry-run prints the plan and writes nothing', async () => {
     const { dir, marker } = withCommandJudge(GOOD);
     const { env } = cliStore();

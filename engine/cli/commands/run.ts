@@ -10,11 +10,27 @@ import { positiveInteger, UsageError } from '../args.js';
 import type { Context } from '../context.js';
 import { runReviewWalk } from '../walk.js';
 
-export async function ask(context: Context, question: string): Promise<boolean> {
+/**
+ * A yes/no question on the terminal. Ctrl-D (or input that ends) is no; Ctrl-C is no and calls
+ * `interrupted` — on a terminal readline takes the key itself, so it is no signal to the process,
+ * and the run must hear of it to stop as Ctrl-C anywhere stops it (exit 130). Never an error.
+ */
+export async function ask(context: Context, question: string, interrupted: () => void = () => {}): Promise<boolean> {
   const { createInterface } = process.getBuiltinModule('node:readline/promises');
   const rl = createInterface({ input: context.io.stdin, output: context.io.stderr as NodeJS.WritableStream });
   try {
-    return /^y(es)?$/i.test((await rl.question(question)).trim());
+    return await new Promise<boolean>((resolve) => {
+      rl.on('SIGINT', () => {
+        interrupted();
+        rl.close();
+      });
+      // (readline may leave a pending question unsettled when it closes, or reject it: both are no.)
+      rl.once('close', () => resolve(false));
+      rl.question(question).then(
+        (answer) => resolve(/^y(es)?$/i.test(answer.trim())),
+        () => resolve(false),
+      );
+    });
   } finally {
     rl.close();
   }
@@ -47,13 +63,14 @@ export async function runRun(context: Context): Promise<number> {
   // SIGTERM (a service manager, `kill`) and SIGHUP (a closed terminal) stop a run the way Ctrl-C
   // does — nothing new claimed, what is committing finishes, the summary printed — never mid-commit.
   let stoppedBy: NodeJS.Signals = 'SIGINT';
-  const removeHandler = context.io.onInterrupt((signal = 'SIGINT') => {
+  const interrupt = (signal: NodeJS.Signals = 'SIGINT') => {
     if (!controller.signal.aborted) {
       stoppedBy = signal;
       context.out.note(`\ninterrupted${signal === 'SIGINT' ? '' : ` (${signal})`}: finishing what is in flight, claiming nothing new…`);
     }
     controller.abort();
-  }, STOP_SIGNALS);
+  };
+  const removeHandler = context.io.onInterrupt(interrupt, STOP_SIGNALS);
   const options: RunOptions = {
     concurrency,
     limit,
@@ -64,7 +81,7 @@ export async function runRun(context: Context): Promise<number> {
     cwd: context.io.cwd,
     signal: controller.signal,
     interactive: context.io.interactive,
-    ask: (question) => ask(context, question),
+    ask: (question) => ask(context, question, () => interrupt('SIGINT')),
     progress: (stage, total) =>
       context.io.stderrIsTTY && !context.json
         ? terminalProgress(context.io.stderr, stage, total, (context.io.stderr as { columns?: number }).columns ?? 80)
