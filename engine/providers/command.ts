@@ -166,10 +166,14 @@ function runOnce(label: string, argv: string[], env: NodeJS.ProcessEnv, settings
     child.stderr.on('data', (chunk: Buffer) => {
       stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL * 4);
     });
-    child.on('close', (code, signal) => {
-      // Whatever the program left running in its group (a helper it started and did not wait for)
-      // ends with the call: a call bounds the program's time, and the run's, not just its answer's.
+    // Whatever the program left running in its group (a helper it started and did not wait for)
+    // ends when the program does: a call bounds the program's time, and the run's, not just its
+    // answer's — and a helper that kept the program's stdout open would otherwise hold the answer
+    // back (no 'close') until the timeout. What the program wrote is in the pipe already.
+    child.on('exit', () => {
       if (group && child.pid !== undefined) killGroup(child.pid);
+    });
+    child.on('close', (code, signal) => {
       if (child.pid !== undefined) live.delete(child.pid);
       if (code === 0) return settle({ ok: true, value: Buffer.concat(stdout).toString('utf8') });
       const why = signal ? `killed by ${signal}` : `exit ${code}`;
