@@ -14,7 +14,7 @@ import { refused, type Outcome } from './outcome.js';
 import { readSecret, type SecretRead } from './secret-files.js';
 import type { AuditRow, Change, Lease, Store, Stored } from './store/types.js';
 import { isUlid, quotedNonId, ulidGenerator, type IdGenerator } from './util/ids.js';
-import { DEFAULT_MAX_FIELD_BYTES, oversizeField } from './util/text-size.js';
+import { DEFAULT_MAX_FIELD_BYTES, keyTooLong, oversizeField } from './util/text-size.js';
 import { formatTimestamp, systemClock, type Clock } from './util/time.js';
 
 export type Actor = AuditRow['actor'];
@@ -254,6 +254,8 @@ export class Engine {
       );
     const key = record[keyField];
     if (typeof key !== 'string' || key.trim() === '') return refused('invalid_input', `${keyField} must be a non-empty string`);
+    const long = keyTooLong(key);
+    if (long) return refused('invalid_input', `${keyField} ${long}`);
     if (!(payloadField in record)) return refused('invalid_input', `missing ${payloadField}`);
     const over = oversizeField(record, this.maxFieldBytes);
     if (over) return refused('invalid_input', `${over.path} is ${over.bytes} bytes, over the ${this.maxFieldBytes}-byte cap per text field (max_field_bytes)`);

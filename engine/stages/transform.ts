@@ -16,7 +16,7 @@ import type { Usage } from '../jury/verdict.js';
 import { callProvider, type Called } from '../providers/call.js';
 import type { ProviderSource } from '../providers/index.js';
 import { getPath, isObject, setPath } from '../util/json-path.js';
-import { DEFAULT_MAX_FIELD_BYTES, oversizeField } from '../util/text-size.js';
+import { DEFAULT_MAX_FIELD_BYTES, keyTooLong, oversizeField } from '../util/text-size.js';
 import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../util/nesting.js';
 
 export interface SourceRecord {
@@ -145,6 +145,11 @@ export function readSources(dir: string, stage: TransformStageDef): { records: S
     const key = getPath(record, stage.source.key);
     if (typeof key !== 'string' || key.trim() === '') {
       problems.push(`${name}: has no ${stage.source.key} — skipped`);
+      continue;
+    }
+    const long = keyTooLong(key);
+    if (long) {
+      problems.push(`${name}: its ${stage.source.key} ${long} — skipped`);
       continue;
     }
     const missing = (stage.source.required ?? []).filter((field) => getPath(record, field) === undefined);

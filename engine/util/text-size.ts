@@ -8,6 +8,20 @@ import { isObject } from './json-path.js';
 export const DEFAULT_MAX_FIELD_BYTES = 64 * 1024;
 
 /**
+ * The most a proposal's key (its source record's id) may hold, in UTF-8 bytes: a key is an
+ * identifier, indexed by every backend — PostgreSQL's B-tree takes at most 2,704 bytes an entry,
+ * and a 3,000-character key failed the whole run there.
+ */
+export const KEY_MAX_BYTES = 1024;
+
+/** Why `key` cannot be a key (too long), or undefined. */
+export function keyTooLong(key: string): string | undefined {
+  if (key.length * 3 <= KEY_MAX_BYTES) return undefined;
+  const bytes = Buffer.byteLength(key, 'utf8');
+  return bytes > KEY_MAX_BYTES ? `is ${bytes} bytes; a key is at most ${KEY_MAX_BYTES}` : undefined;
+}
+
+/**
  * The first text field (dotted path, in document order) over `maxBytes` UTF-8 bytes, with its size.
  * Iterative, and a path is spelled out only for the field found: a value from outside may nest far
  * deeper than the call stack goes.

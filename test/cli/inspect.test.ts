@@ -95,14 +95,16 @@ describe('a proposal named by its key field', () => {
     expect([long.code, long.stderr]).toEqual([1, `refused: invalid id: "${'x'.repeat(40)}…" is not a ULID\n`]);
   });
 
-  it('holds a key given to propose to the cap on a text field: 100 KB of it is refused, not kept and quoted whole', async () => {
+  it('holds a key given to propose to 1 KiB (a key is an identifier, indexed by every backend): longer is refused, not kept and quoted whole', async () => {
     const { t } = await seeded();
-    const outcome = await t.engine.propose({ ...proposalInput(), artifact_id: 'k'.repeat(100_000) }, { stage: 'test', actor: 'cli' });
-    expect(outcome).toMatchObject({
+    const propose = (key: string) => t.engine.propose({ ...proposalInput(), artifact_id: key }, { stage: 'test', actor: 'cli' });
+    expect(await propose('k'.repeat(100_000))).toMatchObject({
       kind: 'refused',
       code: 'invalid_input',
-      message: 'artifact_id is 100000 bytes, over the 65536-byte cap per text field (max_field_bytes)',
+      message: 'artifact_id is 100000 bytes; a key is at most 1024',
     });
+    expect(await propose('k'.repeat(1025))).toMatchObject({ kind: 'refused', message: 'artifact_id is 1025 bytes; a key is at most 1024' });
+    expect((await propose('k'.repeat(1024))).kind).toBe('committed');
   });
 
   it('says a declined key made no proposal, instead of a bare "not found"', async () => {

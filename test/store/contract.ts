@@ -112,6 +112,16 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         expect(await store.keyHandled('other')).toEqual({ by: 'ledger' });
       });
 
+      it('keeps a key of the most a key may hold (1 KiB, in characters of two and three bytes too), proposed and declined', async () => {
+        const store = await make();
+        const keys = ['k'.repeat(1024), 'é'.repeat(512), '€'.repeat(341)];
+        for (const [index, key] of keys.entries()) await created(store, ids[index]!, 'pending', key);
+        for (const [index, key] of keys.entries()) expect(await store.keyHandled(key)).toEqual({ by: 'proposal', id: ids[index] });
+        const declined = `d${'k'.repeat(1023)}`;
+        await store.appendLedger('declined', { artifact_id: declined, reason: 'no_versions' });
+        expect(await store.keyHandled(declined)).toEqual({ by: 'ledger' });
+      });
+
       it('round-trips any JSON proposal exactly, key order included', async () => {
         const store = await make();
         let n = 0;

@@ -273,11 +273,14 @@ describe('bad records', () => {
     mkdirSync(source, { recursive: true });
     writeFileSync(path.join(source, 'broken.json'), '{"id": "01JD');
     writeFileSync(path.join(source, 'noid.json'), JSON.stringify({ summary: 'Node 20.1' }));
+    // An id is a key, indexed by every backend: past 1 KiB it is no key (PostgreSQL's index failed the whole run on one).
+    writeFileSync(path.join(source, 'longid.json'), JSON.stringify({ ...artifact(), id: 'k'.repeat(3000) }));
     write([artifact()]);
     const { summary, notes } = await run(fake(() => ({ ok: true, text: JSON.stringify(candidate()), usage: { tokens_in: null, tokens_out: null } })));
     expect(summary.counts['proposed']).toBe(1);
     expect(notes.join('\n')).toMatch(/broken\.json: not valid JSON/);
     expect(notes.join('\n')).toMatch(/noid\.json: has no id/);
+    expect(notes.join('\n')).toContain('longid.json: its id is 3000 bytes; a key is at most 1024 — skipped');
   });
 });
 
