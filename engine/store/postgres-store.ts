@@ -612,17 +612,24 @@ export class PostgresStore implements Store {
     if (!(await this.exists())) return;
     // A row of no status (a document that is not a proposal's, as a person may have written it) is
     // read whatever the status asked for: malformed, it is reported; a proposal, it is kept by its
-    // own status, as every backend keeps it.
+    // own status, as every backend keeps it. A row selected by a status its document no longer
+    // has (the document edited in the database by hand, the column not) is reported too: it is
+    // selected by a status only the column holds, and would otherwise be in no listing at all.
     const wanted = statusFilter(query);
     let after = query.after;
     for (;;) {
       const values: unknown[] = [];
-      const sql = `SELECT id, doc, version::text AS version FROM ${this.t('proposals')} ${this.where({ ...query, ...(after !== undefined ? { after } : {}) }, values)} ORDER BY id LIMIT ${PAGE}`;
-      const { rows } = await this.query<{ id: string; doc: string; version: string }>(sql, values);
+      const sql = `SELECT id, status, doc, version::text AS version FROM ${this.t('proposals')} ${this.where({ ...query, ...(after !== undefined ? { after } : {}) }, values)} ORDER BY id LIMIT ${PAGE}`;
+      const { rows } = await this.query<{ id: string; status: string | null; doc: string; version: string }>(sql, values);
       for (const row of rows) {
         const read = parseDocument(row.id, row.doc, row.version);
         if (read.kind !== 'found') yield { kind: 'malformed', id: row.id, reason: read.kind === 'malformed' ? read.reason : 'missing' };
         else if (wanted(read.stored.proposal['status'])) yield read;
+        else if (row.status !== null) {
+          const status = read.stored.proposal['status'];
+          const said = typeof status === 'string' ? `says status ${JSON.stringify(status.slice(0, 40))}` : 'has no status';
+          yield { kind: 'malformed', id: row.id, reason: `its document ${said}, but the store recorded "${row.status}" (edited in the database by hand?)` };
+        }
       }
       if (rows.length < PAGE) return;
       after = rows[rows.length - 1]!.id;

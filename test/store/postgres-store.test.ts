@@ -99,6 +99,28 @@ describe.skipIf(!PG_URL)('PostgreSQL', () => {
       }
     });
 
+    it('reports a proposal whose document was edited in the database by hand, its status with it, where the store recorded it', async () => {
+      const url = freshSchemaUrl();
+      const store = track(open(url));
+      const id = '01ARZ3NDEKTSV4RRFFQ69G5FA1';
+      const audit: AuditRow = { at: '2026-11-01T00:00:00Z', id, event: 'create', from: null, to: 'pending', stage: 't', actor: 'cli' };
+      await store.create({ proposal: { id, status: 'pending' }, key: 'k', audit });
+      const pg = (await import('pg')).default;
+      const { connection, schema } = parsePostgresUrl(url);
+      const client = new pg.Client({ connectionString: connection });
+      await client.connect();
+      try {
+        await client.query(`UPDATE "${schema}".proposals SET doc = $1`, [JSON.stringify({ id, status: 'confirmed' })]);
+      } finally {
+        await client.end();
+      }
+      const listed = [];
+      for await (const item of store.list({ status: 'pending' })) listed.push(item);
+      expect(listed).toEqual([
+        { kind: 'malformed', id, reason: 'its document says status "confirmed", but the store recorded "pending" (edited in the database by hand?)' },
+      ]);
+    });
+
     it('creates nothing when only read, and says it does not exist', async () => {
       const store = track(open());
       expect(await store.exists()).toBe(false);
