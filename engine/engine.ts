@@ -225,10 +225,6 @@ export class Engine {
   }
 
   /**
-   * Create a proposal from `{<key>, <payload>}` (the pipeline's declared fields): the payload must
-   * satisfy the proposal schema, and a key already handled is refused.
-   */
-  /**
    * The cap on one text field of what a person or a file gives the engine (`propose`, a review
    * command's arguments): the transform's (`max_field_bytes`, the largest any transform stage
    * declares), else the shipped 64 KiB — a proposal is held to it however it arrives.
@@ -241,6 +237,10 @@ export class Engine {
   }
   private fieldCap: number | undefined;
 
+  /**
+   * Create a proposal from `{<key>, <payload>}` (the pipeline's declared fields): the payload must
+   * satisfy the proposal schema, and a key already handled is refused.
+   */
   async propose(input: unknown, options: { stage: string; actor: Actor }): Promise<Outcome> {
     const { key: keyField, payload: payloadField, schema } = this.pipeline.def.proposal;
     if (!input || typeof input !== 'object' || Array.isArray(input))
