@@ -211,6 +211,9 @@ export async function executePrune(
     if (row && pruneCandidates([row], pool.prune, pool.ranking.minOutcomes).length === 1) return undefined;
     return { kind: 'refused', code: 'not_candidate', message: `${stored.id} (${String(stored.proposal['status'])}): no longer a prune candidate; left in use` };
   };
+  // The receipt's place first: archives whose receipt could not be written would be a prune no
+  // record tells of (and the command would fail having done it).
+  await engine.store.prepareDocuments(pool.prune.receipts);
   const archived: string[] = [];
   for (const { row } of chosen) {
     const read = await engine.read(row.id);

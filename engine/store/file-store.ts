@@ -761,6 +761,13 @@ export class FileStore implements Store {
     await this.appendRows(this.ledgerFile(ledger), [row]);
   }
 
+  async prepareDocuments(collection: string): Promise<void> {
+    assertCollection(collection);
+    const dir = path.join(this.location, collection);
+    // (A link or a file there throws, naming it; anything else that is no directory is named here.)
+    if (!this.dir(dir, true)) throw new NotRegularFile(dir, 'not a directory', 'a directory');
+  }
+
   async writeDocument(collection: string, name: string, document: unknown): Promise<'written' | 'exists'> {
     assertCollection(collection);
     if (!DOCUMENT_NAME.test(name)) throw new Error(`invalid document name: ${JSON.stringify(name)}`);

@@ -29,6 +29,7 @@ import {
   parseDocument,
   statusFilter,
 } from './types.js';
+import { COLLECTION_NAME } from './journal.js';
 
 interface LeaseRow {
   token: string;
@@ -263,6 +264,10 @@ export class MemoryStore implements Store {
 
   async *entries(collection: string): AsyncIterable<string> {
     yield* [...(this.shared.entries.get(collection)?.keys() ?? [])].sort();
+  }
+
+  async prepareDocuments(collection: string): Promise<void> {
+    if (!COLLECTION_NAME.test(collection)) throw new Error(`invalid collection name: ${JSON.stringify(collection)}`);
   }
 
   async writeDocument(collection: string, name: string, document: unknown): Promise<'written' | 'exists'> {

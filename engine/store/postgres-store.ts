@@ -44,6 +44,7 @@ import {
   parseDocument,
   statusFilter,
 } from './types.js';
+import { COLLECTION_NAME } from './journal.js';
 
 /** The schema version this engine writes; a store with a newer one is refused. */
 export const SCHEMA_VERSION = 2;
@@ -1249,6 +1250,11 @@ export class PostgresStore implements Store {
       this.rowKey(row),
       JSON.stringify(row),
     ]);
+  }
+
+  async prepareDocuments(collection: string): Promise<void> {
+    if (!COLLECTION_NAME.test(collection)) throw new Error(`invalid collection name: ${JSON.stringify(collection)}`);
+    await this.ensure();
   }
 
   async writeDocument(collection: string, name: string, document: unknown): Promise<'written' | 'exists'> {

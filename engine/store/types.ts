@@ -213,6 +213,12 @@ export interface Store {
   entries(collection: string): AsyncIterable<string>;
   /** A named document outside any proposal's commit (a prune receipt); never overwritten. */
   writeDocument(collection: string, name: string, document: unknown): Promise<'written' | 'exists'>;
+  /**
+   * Make ready the place a collection's documents are written (a directory store: its directory),
+   * or fail as `writeDocument` would: before work whose record goes there (a prune's archives, then
+   * its receipt), so that the work is not done when its record cannot be written.
+   */
+  prepareDocuments(collection: string): Promise<void>;
 
   /** Lease up to `max` units of a stage's queue for `ttlMs`; skips what others hold. */
   claim(stage: string, queue: Queue, max: number, ttlMs: number): Promise<Claimed>;

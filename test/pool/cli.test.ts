@@ -3,7 +3,7 @@
  * `top` and `prune` — what each writes, what each prints, and every bad input refused with exit 1,
  * naming what is wrong (and the proposal's status), writing nothing.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { poolOf, recordOutcome } from '../../engine/pool/pool.js';
@@ -286,6 +286,14 @@ describe('pool prune', () => {
     await refusedWritingNothing(['prune', '--execute'], /runs only with PIPELINE_PRUNE_EXECUTE=1/, { PIPELINE_PRUNE_EXECUTE: 'yes' });
     await refusedWritingNothing(['prune', '--plan-only'], /--plan-only goes with --execute/, GATE);
     await refusedWritingNothing(['prune', '--execute', '--max-archive', '0'], /--max-archive must be a whole number of 1 or more/, GATE);
+  });
+
+  it('--execute where its receipt cannot be written (a link where the receipts go) archives nothing: refused first, naming it', async () => {
+    await losers();
+    const outside = tempDir('pipeline-outside-');
+    symlinkSync(outside, path.join(t.storeDir, 'prune-receipts'));
+    await refusedWritingNothing(['prune', '--execute'], /prune-receipts is a symbolic link, not a directory/, GATE);
+    expect(readdirSync(outside)).toEqual([]);
   });
 
   it('--execute --plan-only says what it would archive and writes nothing', async () => {

@@ -338,8 +338,10 @@ export function storeContract(name: string, hooks: ContractHooks): void {
         expect(await all(store.ledger('passed'))).toEqual([]);
       });
 
-      it('writes a named document once and never overwrites it', async () => {
+      it('writes a named document once and never overwrites it; its place can be made ready first', async () => {
         const store = await make();
+        await store.prepareDocuments('prune-receipts');
+        await expect(store.prepareDocuments('../outside')).rejects.toThrow();
         expect(await store.writeDocument('prune-receipts', '2026-11-01T00:00:00Z.json', { v: 1 })).toBe('written');
         expect(await store.writeDocument('prune-receipts', '2026-11-01T00:00:00Z.json', { v: 2 })).toBe('exists');
       });
