@@ -2,10 +2,11 @@
  * `pipeline rescore` through the command line (in process): the report, --json, refusals, and
  * proof that it writes nothing and calls no model.
  */
+import { execFileSync } from 'node:child_process';
 import { unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { proposalInput, ROOT, testEngine, type TestEngine } from '../helpers.js';
+import { proposalInput, ROOT, tempDir, testEngine, type TestEngine } from '../helpers.js';
 import { commitJudged, declinedRow, expectOk, ORG, panel, runCli, snapshotTree, type Judged } from './recorded.js';
 
 const FIXTURES = 'test/fixtures/rescore';
@@ -139,6 +140,24 @@ describe('pipeline rescore', () => {
     expect(result.stderr.split('\n')[0]).toBe(`${FIXTURES}/bad-weights.yaml:4:1: criterion weights sum to 1.01, expected 1.00 (0.45 + 0.35 + 0.21)`);
     expect(result.stderr).toContain('error: invalid rubric (1 error)');
     expect(snapshotTree(path.dirname(storeDir))).toEqual({});
+  });
+
+  it('refuses a rubric file that is a FIFO, a device or too large, naming it — never waiting on it or reading it whole', async () => {
+    const storeDir = (await testEngine()).storeDir;
+    const dir = tempDir('pipeline-rubrics-');
+    const fifo = path.join(dir, 'rubric.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const large = path.join(dir, 'large.yaml');
+    writeFileSync(large, `# ${'x'.repeat(2 * 1024 * 1024)}\n`);
+    for (const [file, why] of [
+      [fifo, 'it is a FIFO, not a regular file'],
+      ['/dev/zero', 'it is a device, not a regular file'],
+      [large, 'it is larger than 1 MiB'],
+    ] as const) {
+      const result = await rescore(storeDir, '--rubric', file);
+      expect([result.code, result.stderr]).toEqual([1, expect.stringContaining(why)]);
+      expect(result.stderr).toContain('error: invalid rubric (1 error)');
+    }
   });
 
   it('is a usage error without --rubric', async () => {

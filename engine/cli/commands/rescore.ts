@@ -3,7 +3,6 @@
  * reads the edited rubrics and the recorded verdicts, and prints; it calls no provider and writes
  * nothing, so a user can try a rubric edit for free before paying for a new jury run.
  */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { configValidators } from '../../config/config-schemas.js';
 import { withRubricDefaults } from '../../config/load.js';
@@ -17,6 +16,10 @@ import { isObject } from '../../util/json-path.js';
 import { listWords } from '../../util/suggest.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
+import { readNamedFile } from '../read-input.js';
+
+/** Far past any rubric (a few hundred bytes of YAML). */
+const RUBRIC_MAX_BYTES = 1024 * 1024;
 import { malformedFileNote } from '../../outcome.js';
 
 const USAGE = 'usage: pipeline rescore --rubric FILE [--rubric FILE …] [--json]';
@@ -34,12 +37,9 @@ async function readRubrics(context: Context, files: readonly string[]): Promise<
   const rubrics: EditedRubric[] = [];
   for (const given of files) {
     const file = path.normalize(given);
-    let text: string | { error: string };
-    try {
-      text = await readFile(path.resolve(context.io.cwd, given), 'utf8');
-    } catch (error) {
-      text = { error: (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message };
-    }
+    // A rubric is a few hundred bytes: a FIFO, a device or a file of hundreds of MB is refused, never waited on or read whole.
+    const read = readNamedFile(path.resolve(context.io.cwd, given), RUBRIC_MAX_BYTES);
+    const text: string | { error: string } = read.ok ? read.text : { error: read.why };
     const checked = checkYamlFile<Rubric>(file, text, validators.rubric, context.io.env);
     issues.push(...checked.issues);
     if (checked.data && checked.issues.length === 0) rubrics.push({ file, rubric: withRubricDefaults(checked.data) });
