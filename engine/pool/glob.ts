@@ -201,6 +201,14 @@ function run(tokens: readonly Token[], text: string): boolean {
 
 const stripDot = (text: string) => text.replace(/^(?:\.\/)+/, '');
 
+/**
+ * The most steps compiling `pattern` and matching it against `path` can take, known before it is
+ * compiled (its braces may expand to MAX_ALTERNATIVES copies of it).
+ */
+export function globCostBound(pattern: string, path: string): number {
+  return (pattern.includes('{') ? MAX_ALTERNATIVES : 1) * (Math.min(pattern.length, MAX_GLOB_LENGTH) + 1) * (path.length + 1);
+}
+
 /** Compile a glob once; `matches` may then be called for many paths. */
 export function compileGlob(pattern: string): Glob {
   if (pattern.length === 0 || pattern.length > MAX_GLOB_LENGTH) return { pattern, matches: () => false };

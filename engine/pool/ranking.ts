@@ -5,7 +5,7 @@
  * number passed in, and nothing here reads a store.
  */
 import type { HitWeights, PruneConfig, RankingConfig } from './config.js';
-import { compileGlob } from './glob.js';
+import { compileGlob, globCostBound } from './glob.js';
 
 /** What ranking and pruning know of a proposal in use (the derived index holds these). */
 export interface PoolRow {
@@ -68,18 +68,30 @@ export function parseStacks(text: string): string[] {
   ];
 }
 
-/** A matcher of file-pattern lists against one path, compiling and answering each distinct glob once. */
+/**
+ * The most steps one proposal's globs may take against the path (a step: one token at one
+ * character): ~10 ms here. Real globs take hundreds; a proposal's patterns are untrusted, and 2,000
+ * patterns of 64 long alternatives each made one `pool top --file` take 18 s. Past the budget, a
+ * proposal's remaining patterns are not tried (they match nothing).
+ */
+export const GLOB_STEPS_PER_PROPOSAL = 4_000_000;
+
+/** A matcher of file-pattern lists against one path, compiling and answering each distinct glob once, within a budget per list. */
 export function fileMatcher(path: string): (patterns: readonly string[]) => boolean {
   const known = new Map<string, boolean>();
-  return (patterns) =>
-    patterns.some((pattern) => {
+  return (patterns) => {
+    let budget = GLOB_STEPS_PER_PROPOSAL;
+    return patterns.some((pattern) => {
       let hit = known.get(pattern);
       if (hit === undefined) {
+        budget -= globCostBound(pattern, path);
+        if (budget < 0) return false;
         hit = compileGlob(pattern).matches(path);
         known.set(pattern, hit);
       }
       return hit;
     });
+  };
 }
 
 /**

@@ -80,3 +80,18 @@ describe('the path given to --file', () => {
     expect(pathProblem('src/?.ts')).toMatch(/is a glob, not a path/);
   });
 });
+
+describe('a proposal’s globs against one path, within a budget (its patterns are untrusted)', () => {
+  it('tries its patterns in order until the budget is spent; past it they match nothing', async () => {
+    const { fileMatcher, GLOB_STEPS_PER_PROPOSAL } = await import('../../engine/pool/ranking.js');
+    const path = 'apps/web/vite.config.ts';
+    // 1 KiB patterns of 64 brace alternatives: each one costs its bound up front, before it is compiled.
+    const hostile = Array.from({ length: 2000 }, (_, i) => `{${Array.from({ length: 64 }, (_, j) => `x${i}-${j}`).join(',')}}${'y'.repeat(600)}`);
+    expect(fileMatcher(path)(['vite.config.*', ...hostile])).toBe(true);
+    expect(fileMatcher(path)([...hostile, 'vite.config.*'])).toBe(false);
+    // Real globs are far within it: dozens of them are tried.
+    const real = [...Array.from({ length: 40 }, (_, i) => `src/{a,b}/dir${i}/**/*.ts`), 'apps/*/vite.config.{ts,js}'];
+    expect(fileMatcher(path)(real)).toBe(true);
+    expect(GLOB_STEPS_PER_PROPOSAL).toBe(4_000_000);
+  });
+});
