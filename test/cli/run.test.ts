@@ -4,8 +4,8 @@
  * runs, externally produced verdicts, model providers as real processes, Ctrl-C, init, and
  * `pipeline run` over every automatic stage.
  */
-import { spawn } from 'node:child_process';
-import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
@@ -350,6 +350,18 @@ describe('pipeline run and pipeline init', () => {
     writeFileSync(file, 'x');
     const onFile = await cliIn(['init', file]);
     expect([onFile.code, onFile.stderr]).toEqual([1, expect.stringMatching(/is a file/)]);
+    // A link to nothing, and a FIFO: said as such, never an internal error.
+    const dangling = path.join(tempDir(), 'dangling');
+    symlinkSync(path.join(tempDir(), 'gone'), dangling);
+    const onDangling = await cliIn(['init', dangling]);
+    expect([onDangling.code, onDangling.stderr]).toEqual([
+      1,
+      expect.stringMatching(/is a symbolic link to nothing; init writes into a new or empty directory/),
+    ]);
+    const fifo = path.join(tempDir(), 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    const onFifo = await cliIn(['init', fifo]);
+    expect([onFifo.code, onFifo.stderr]).toEqual([1, expect.stringMatching(/is a FIFO; init writes/)]);
     const { env } = cliStore();
     expect((await cliIn(['validate'], { cwd: target, env })).code).toBe(0);
     const run = await cliIn(['run', '--json'], { cwd: target, env });

@@ -1,5 +1,5 @@
 /** `pipeline init [DIR]`: a working copy of the shipped pipeline in a new (or empty) directory. */
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { EXIT } from '../../errors.js';
 import { packageRoot } from '../../util/package-root.js';
@@ -11,8 +11,15 @@ export const SCAFFOLD = ['pipeline.yaml', 'machines', 'stages', 'rubrics', 'sche
 
 export async function runInit(context: Context): Promise<number> {
   const target = path.resolve(context.io.cwd, context.parsed.positionals[0] ?? '.');
-  if (existsSync(target) && !statSync(target).isDirectory()) {
-    context.out.refused(`${target} is a file; init writes into a new or empty directory`);
+  const link = lstatSync(target, { throwIfNoEntry: false });
+  if (link?.isSymbolicLink() && !existsSync(target)) {
+    context.out.refused(`${target} is a symbolic link to nothing; init writes into a new or empty directory`);
+    return EXIT.refused;
+  }
+  const found = existsSync(target) ? statSync(target) : undefined;
+  if (found && !found.isDirectory()) {
+    const what = found.isFile() ? 'a file' : found.isFIFO() ? 'a FIFO' : found.isSocket() ? 'a socket' : 'a device';
+    context.out.refused(`${target} is ${what}; init writes into a new or empty directory`);
     return EXIT.refused;
   }
   if (existsSync(target) && readdirSync(target).length > 0) {
