@@ -2,7 +2,7 @@
  * `pipeline viz` as a command (in-process, with a captured Io): formats, usage errors, --out,
  * counts from the store given with --store, and --serve until Ctrl-C.
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -60,6 +60,17 @@ describe('pipeline viz', () => {
     expect(result).toEqual({ code: 0, stdout: '', stderr: `warning: no store at ${store}; nothing has been written there yet\nwrote graph.dot (dot)\n` });
     expect(readFileSync(path.join(dir, 'graph.dot'), 'utf8')).toBe((await runInProcess(['viz', '--format', 'dot', '--store', store])).stdout);
     expect(readdirSync(dir)).toEqual(['graph.dot']);
+  });
+
+  it('keeps the permissions of a file --out replaces: a private page stays private', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'private.html');
+    writeFileSync(file, 'old', { mode: 0o600 });
+    chmodSync(file, 0o600);
+    const result = await runInProcess(['viz', '--out', file, '--store', tempDir()]);
+    expect(result.code).toBe(0);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(readFileSync(file, 'utf8').startsWith('<!doctype html>')).toBe(true);
   });
 
   it('refuses an --out it cannot write', async () => {

@@ -3,6 +3,7 @@
  * serve the page on 127.0.0.1 with `--serve` until Ctrl-C. The visualizer is imported on demand so
  * the layout engine never slows down the start of any other command.
  */
+import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { EXIT, PipelineError } from '../../errors.js';
 import type { Lifecycle } from '../../lifecycle/machine.js';
@@ -82,7 +83,9 @@ export async function runViz(context: Context): Promise<number> {
   }
   const target = path.resolve(context.io.cwd, options.out);
   try {
-    await writeFileAtomic(target, text);
+    // A file replaced keeps its permissions: the page lists proposals, and a private file stays private.
+    const existing = lstatSync(target, { throwIfNoEntry: false });
+    await writeFileAtomic(target, text, existing?.isFile() ? { mode: existing.mode & 0o777 } : {});
   } catch (error) {
     throw new PipelineError('viz.write', `cannot write ${options.out}: ${describeWriteError(error)}`);
   }
