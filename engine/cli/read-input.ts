@@ -5,6 +5,7 @@
  */
 import { createReadStream } from 'node:fs';
 import path from 'node:path';
+import { fileKind } from '../util/file-kind.js';
 import type { Context } from './context.js';
 
 /** Far beyond a proposal or a panel's verdicts (each text field is capped at 64 KiB). */
@@ -66,11 +67,7 @@ export function readNamedFile(file: string, maxBytes = MAX_INPUT_BYTES): { ok: t
   }
   try {
     const stat = fstatSync(fd);
-    if (!stat.isFile())
-      return {
-        ok: false,
-        why: `it is ${stat.isDirectory() ? 'a directory' : stat.isFIFO() ? 'a FIFO' : stat.isSocket() ? 'a socket' : 'a device'}, not a regular file`,
-      };
+    if (!stat.isFile()) return { ok: false, why: `it is ${fileKind(stat)}, not a regular file` };
     const buffer = Buffer.allocUnsafe(Math.min(stat.size, maxBytes) + 1);
     let length = 0;
     for (let read = 1; read > 0 && length < buffer.length; length += read) read = readSync(fd, buffer, length, buffer.length - length, null);

@@ -16,6 +16,7 @@ import type { Usage } from '../jury/verdict.js';
 import { callProvider, type Called } from '../providers/call.js';
 import type { ProviderSource } from '../providers/index.js';
 import { getPath, isObject, setPath } from '../util/json-path.js';
+import { fileKind } from '../util/file-kind.js';
 import { DEFAULT_MAX_FIELD_BYTES, keyTooLong, oversizeField } from '../util/text-size.js';
 import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../util/nesting.js';
 
@@ -29,16 +30,6 @@ export interface SourceRecord {
 
 /** Shipped caps (SPEC §6): a whole source record file (a text field's: util/text-size.ts). */
 export const DEFAULT_MAX_RECORD_BYTES = 1024 * 1024;
-
-/** What a directory entry is, in words, when it is not a regular file. */
-function kindOf(stats: Stats): string {
-  if (stats.isDirectory()) return 'a directory';
-  if (stats.isFIFO()) return 'a FIFO';
-  if (stats.isSocket()) return 'a socket';
-  if (stats.isSymbolicLink()) return 'a symbolic link';
-  if (stats.isCharacterDevice() || stats.isBlockDevice()) return 'a device';
-  return 'not a regular file';
-}
 
 type RecordText = { ok: true; text: string } | { ok: false; problem: string };
 
@@ -63,13 +54,13 @@ function readRecordText(dir: string, name: string, maxBytes: number): RecordText
     target = real;
     stats = lstatSync(real);
   }
-  if (!stats.isFile()) return { ok: false, problem: `is ${kindOf(stats)}, not a regular file` };
+  if (!stats.isFile()) return { ok: false, problem: `is ${fileKind(stats)}, not a regular file` };
   if (stats.size > maxBytes) return { ok: false, problem: `is ${stats.size} bytes, over the ${maxBytes}-byte record cap (max_record_bytes)` };
   const fd = openSync(target, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0));
   try {
     // Swapped for something else since the lstat: judged by what was opened.
     const opened = fstatSync(fd);
-    if (!opened.isFile()) return { ok: false, problem: `is ${kindOf(opened)}, not a regular file` };
+    if (!opened.isFile()) return { ok: false, problem: `is ${fileKind(opened)}, not a regular file` };
     const chunks: Buffer[] = [];
     let length = 0;
     for (;;) {

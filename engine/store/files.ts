@@ -18,20 +18,11 @@
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, opendirSync, openSync, promises as fs, readSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { groupSyncOpen, NotRegularFile, writeAll } from '../util/atomic-write.js';
+import { fileKind } from '../util/file-kind.js';
 import { madeHere } from '../util/temp-names.js';
 import { isAlive } from './process-identity.js';
 
 const { O_RDONLY, O_WRONLY, O_RDWR, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
-
-function describeType(stat: Stats): string {
-  if (stat.isSymbolicLink()) return 'a symbolic link';
-  if (stat.isDirectory()) return 'a directory';
-  if (stat.isFIFO()) return 'a FIFO';
-  if (stat.isSocket()) return 'a socket';
-  if (stat.isCharacterDevice() || stat.isBlockDevice()) return 'a device';
-  if (stat.isFile()) return 'a file';
-  return 'not a regular file';
-}
 
 /** Open `file` without following a link or blocking; it must be a regular file. */
 function openRegular(file: string, flags: number, mode = 0o644): number {
@@ -55,7 +46,7 @@ export function openRegularSized(file: string, flags: number, mode = 0o644): { f
   const stat = fstatSync(fd);
   if (!stat.isFile()) {
     closeSync(fd);
-    throw new NotRegularFile(file, describeType(stat));
+    throw new NotRegularFile(file, fileKind(stat));
   }
   return { fd, size: stat.size, inode: `${stat.dev}:${stat.ino}`, stat };
 }
@@ -216,7 +207,7 @@ export function readRegularFrom(file: string, offset: number, length = Number.PO
 export function sizeOf(file: string): number {
   const stat = lstatSync(file, { throwIfNoEntry: false });
   if (!stat) return 0;
-  if (!stat.isFile()) throw new NotRegularFile(file, describeType(stat));
+  if (!stat.isFile()) throw new NotRegularFile(file, fileKind(stat));
   return stat.size;
 }
 
@@ -240,7 +231,7 @@ export function isRealDirectory(dir: string): boolean {
   const stat = lstatSync(dir, { throwIfNoEntry: false });
   if (!stat) return false;
   if (stat.isDirectory()) return true;
-  throw new NotRegularFile(dir, describeType(stat), 'a directory');
+  throw new NotRegularFile(dir, fileKind(stat), 'a directory');
 }
 
 /** The byte of an open file at `offset`, or undefined past its end. */

@@ -2,6 +2,7 @@
 import { cpSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { EXIT } from '../../errors.js';
+import { fileKind } from '../../util/file-kind.js';
 import { packageRoot } from '../../util/package-root.js';
 import { loadYaml } from '../../util/load-yaml.js';
 import type { Context } from '../context.js';
@@ -18,8 +19,7 @@ export async function runInit(context: Context): Promise<number> {
   }
   const found = existsSync(target) ? statSync(target) : undefined;
   if (found && !found.isDirectory()) {
-    const what = found.isFile() ? 'a file' : found.isFIFO() ? 'a FIFO' : found.isSocket() ? 'a socket' : 'a device';
-    context.out.refused(`${target} is ${what}; init writes into a new or empty directory`);
+    context.out.refused(`${target} is ${fileKind(found)}; init writes into a new or empty directory`);
     return EXIT.refused;
   }
   if (existsSync(target) && readdirSync(target).length > 0) {
