@@ -8,7 +8,6 @@
  * is refused at once with the allowed answers and asked again. Ctrl-D quits cleanly (exit 0) and
  * Ctrl-C stops (exit 130); both print the summary so far, and whatever was decided stays decided.
  */
-import type { Interface } from 'node:readline/promises';
 import type { ReviewStageDef } from '../config/types.js';
 import type { Engine } from '../engine.js';
 import { EXIT } from '../errors.js';
@@ -19,6 +18,7 @@ import { wrapHanging } from '../util/wrap.js';
 import type { Context } from './context.js';
 import { displayField } from './display.js';
 import { printOutcome } from './print.js';
+import { type Answer, Prompter } from './prompter.js';
 import { reviewUsage } from './review-commands.js';
 
 /** Width of a field's label column; a value's further lines are indented past it, so no value can pass for another field. */
@@ -28,55 +28,6 @@ const INDENT = LABEL_WIDTH + 2;
 /** One field's line(s): the label, then the value wrapped at word boundaries under its column. */
 export function renderFieldLine(label: string, text: string, columns: number): string {
   return `  ${label.padEnd(LABEL_WIDTH)}${wrapHanging(text.replace(/\r\n/g, '\n'), Math.max(columns, INDENT + 20), INDENT)}`;
-}
-
-type Answer = { kind: 'line'; text: string } | { kind: 'eof' } | { kind: 'interrupt' };
-
-/** Questions on the terminal; Ctrl-C and Ctrl-D (or a closed stdin) end them as answers, never as errors. */
-class Prompter {
-  private interrupted = false;
-  private closed = false;
-  private readonly rl: Interface;
-
-  constructor(context: Context) {
-    const { createInterface } = process.getBuiltinModule('node:readline/promises');
-    this.rl = createInterface({ input: context.io.stdin, output: context.io.stderr as NodeJS.WritableStream });
-    // With a listener, readline reports Ctrl-C here instead of closing as if it were Ctrl-D.
-    this.rl.on('SIGINT', () => this.interrupt());
-    this.rl.on('close', () => (this.closed = true));
-  }
-
-  interrupt(): void {
-    this.interrupted = true;
-    this.rl.close();
-  }
-
-  private ending(): Answer {
-    return this.interrupted ? { kind: 'interrupt' } : { kind: 'eof' };
-  }
-
-  /** The next line, or how the input ended. (readline leaves a pending question unsettled when it closes.) */
-  ask(question: string): Promise<Answer> {
-    if (this.closed) return Promise.resolve(this.ending());
-    return new Promise((resolve) => {
-      const onClose = () => resolve(this.ending());
-      this.rl.once('close', onClose);
-      this.rl.question(question).then(
-        (text) => {
-          this.rl.off('close', onClose);
-          resolve({ kind: 'line', text });
-        },
-        () => {
-          this.rl.off('close', onClose);
-          resolve(this.ending());
-        },
-      );
-    });
-  }
-
-  close(): void {
-    this.rl.close();
-  }
 }
 
 interface Choice {

@@ -8,6 +8,7 @@ import { exitCodeOfRun, summaryJson, summaryLines, type Summary } from '../../ru
 import { listWords } from '../../util/suggest.js';
 import { positiveInteger, UsageError } from '../args.js';
 import type { Context } from '../context.js';
+import { Prompter } from '../prompter.js';
 import { runReviewWalk } from '../walk.js';
 
 /**
@@ -16,23 +17,13 @@ import { runReviewWalk } from '../walk.js';
  * and the run must hear of it to stop as Ctrl-C anywhere stops it (exit 130). Never an error.
  */
 export async function ask(context: Context, question: string, interrupted: () => void = () => {}): Promise<boolean> {
-  const { createInterface } = process.getBuiltinModule('node:readline/promises');
-  const rl = createInterface({ input: context.io.stdin, output: context.io.stderr as NodeJS.WritableStream });
+  const prompter = new Prompter(context);
   try {
-    return await new Promise<boolean>((resolve) => {
-      rl.on('SIGINT', () => {
-        interrupted();
-        rl.close();
-      });
-      // (readline may leave a pending question unsettled when it closes, or reject it: both are no.)
-      rl.once('close', () => resolve(false));
-      rl.question(question).then(
-        (answer) => resolve(/^y(es)?$/i.test(answer.trim())),
-        () => resolve(false),
-      );
-    });
+    const answer = await prompter.ask(question);
+    if (answer.kind === 'interrupt') interrupted();
+    return answer.kind === 'line' && /^y(es)?$/i.test(answer.text.trim());
   } finally {
-    rl.close();
+    prompter.close();
   }
 }
 
