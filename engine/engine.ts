@@ -14,7 +14,7 @@ import { refused, type Outcome } from './outcome.js';
 import { readSecret, type SecretRead } from './secret-files.js';
 import type { AuditRow, Change, Lease, Store, Stored } from './store/types.js';
 import { isUlid, quotedNonId, ulidGenerator, type IdGenerator } from './util/ids.js';
-import { DEFAULT_MAX_FIELD_BYTES, keyTooLong, oversizeField } from './util/text-size.js';
+import { DEFAULT_MAX_FIELD_BYTES, keyTooLong, overCap, oversizeField } from './util/text-size.js';
 import { formatTimestamp, systemClock, type Clock } from './util/time.js';
 
 export type Actor = AuditRow['actor'];
@@ -258,7 +258,7 @@ export class Engine {
     if (long) return refused('invalid_input', `${keyField} ${long}`);
     if (!(payloadField in record)) return refused('invalid_input', `missing ${payloadField}`);
     const over = oversizeField(record, this.maxFieldBytes);
-    if (over) return refused('invalid_input', `${over.path} is ${over.bytes} bytes, over the ${this.maxFieldBytes}-byte cap per text field (max_field_bytes)`);
+    if (over) return refused('invalid_input', `${overCap(over.path, over.bytes, this.maxFieldBytes)} (max_field_bytes)`);
     const findings = this.pipeline.schemas.check(schema, record[payloadField]);
     if (findings.length) return refused('schema_invalid', `the ${payloadField} fails the ${schema} schema`, formatFindings(findings, payloadField));
     const handled = await this.keyHandled(key);

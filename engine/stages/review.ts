@@ -11,7 +11,7 @@ import type { Actor, Engine } from '../engine.js';
 import { guardPasses } from '../lifecycle/decide.js';
 import { refused, type Outcome } from '../outcome.js';
 import { listWords } from '../util/suggest.js';
-import { oversizeField } from '../util/text-size.js';
+import { overCap, oversizeField } from '../util/text-size.js';
 
 export interface ReviewCommand {
   stage: ReviewStageDef;
@@ -55,7 +55,7 @@ function describeArgFinding(command: ReviewCommand, finding: Finding, naming: 'o
  */
 export function checkArgument(engine: Engine, command: ReviewCommand, arg: string, value: string | undefined): string | undefined {
   const over = oversizeField(value, engine.maxFieldBytes);
-  if (over) return `${arg.replace(/_/g, ' ')} is ${over.bytes} bytes, over the ${engine.maxFieldBytes}-byte cap per text field`;
+  if (over) return overCap(arg.replace(/_/g, ' '), over.bytes, engine.maxFieldBytes);
   const validate = engine.pipeline.schemas.inline(argsKey(command.stage.name, command.name));
   if (validate(value === undefined ? {} : { [arg]: value })) return undefined;
   const mine = describeErrors(validate.errors).filter((finding) => argOf(finding) === arg);
@@ -73,12 +73,7 @@ export async function runReviewCommand(engine: Engine, command: ReviewCommand, i
     if (!over) continue;
     const name = command.def.positional === arg ? arg.toUpperCase() : optionName(arg);
     const status = String(read.stored.proposal['status']);
-    return refused(
-      'invalid_args',
-      `${command.name} ${id} (${status}): ${name} is ${over.bytes} bytes, over the ${engine.maxFieldBytes}-byte cap per text field`,
-      undefined,
-      id,
-    );
+    return refused('invalid_args', `${command.name} ${id} (${status}): ${overCap(name, over.bytes, engine.maxFieldBytes)}`, undefined, id);
   }
   const validate = engine.pipeline.schemas.inline(argsKey(command.stage.name, command.name));
   if (!validate(args)) {

@@ -17,7 +17,7 @@ import { callProvider, type Called } from '../providers/call.js';
 import type { ProviderSource } from '../providers/index.js';
 import { getPath, isObject, setPath } from '../util/json-path.js';
 import { fileKind } from '../util/file-kind.js';
-import { DEFAULT_MAX_FIELD_BYTES, keyTooLong, oversizeField } from '../util/text-size.js';
+import { DEFAULT_MAX_FIELD_BYTES, keyTooLong, overCap, oversizeField } from '../util/text-size.js';
 import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../util/nesting.js';
 
 export interface SourceRecord {
@@ -260,7 +260,7 @@ async function judgeAnswer(
 const maxFieldBytes = (stage: TransformStageDef) => stage.max_field_bytes ?? DEFAULT_MAX_FIELD_BYTES;
 
 function capDetail(what: string, over: { path: string; bytes: number }, cap: number): string {
-  return `the ${what}'s ${over.path} is ${over.bytes} bytes, over the ${cap}-byte cap per text field (max_field_bytes)`;
+  return `${overCap(`the ${what}'s ${over.path}`, over.bytes, cap)} (max_field_bytes)`;
 }
 
 /** The most of a decline's detail kept: it may quote the model (a refusal's reason), whose answer may be 1 MiB. */

@@ -37,7 +37,7 @@ import {
   sweepTemps,
   TooLarge,
 } from './files.js';
-import { COLLECTION_NAME, readIntents, Journal, type EntryIntent, type Intent } from './journal.js';
+import { assertCollectionName, COLLECTION_NAME, readIntents, Journal, type EntryIntent, type Intent } from './journal.js';
 import { LedgerIndex } from './ledger-index.js';
 import { ownerFileName, OwnerFiles, type Held } from './owner-files.js';
 import { isAlive, type ProcessIdentity } from './process-identity.js';
@@ -88,7 +88,8 @@ function assertId(id: string): void {
 }
 
 function assertCollection(collection: string): void {
-  if (!COLLECTION_NAME.test(collection) || RESERVED.has(collection)) throw new Error(`invalid collection name: ${JSON.stringify(collection)}`);
+  assertCollectionName(collection);
+  if (RESERVED.has(collection)) throw new Error(`invalid collection name: ${JSON.stringify(collection)}`);
 }
 
 function keyFileName(key: string): string {

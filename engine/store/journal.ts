@@ -18,6 +18,11 @@ import { isObject } from '../util/json-path.js';
 /** A collection of pool entries (a directory of the store): the store refuses any other name. */
 export const COLLECTION_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
 
+/** Throw unless `collection` is a name a collection may have. */
+export function assertCollectionName(collection: string): void {
+  if (!COLLECTION_NAME.test(collection)) throw new Error(`invalid collection name: ${JSON.stringify(collection)}`);
+}
+
 export type EntryIntent = { op: 'put'; collection: string; id: string; text: string } | { op: 'move'; from: string; to: string; id: string };
 
 /** One commit (or creation) as intended, enough to finish it after a crash. */

@@ -29,7 +29,7 @@ import {
   parseDocument,
   statusFilter,
 } from './types.js';
-import { COLLECTION_NAME } from './journal.js';
+import { assertCollectionName } from './journal.js';
 
 interface LeaseRow {
   token: string;
@@ -267,7 +267,7 @@ export class MemoryStore implements Store {
   }
 
   async prepareDocuments(collection: string): Promise<void> {
-    if (!COLLECTION_NAME.test(collection)) throw new Error(`invalid collection name: ${JSON.stringify(collection)}`);
+    assertCollectionName(collection);
   }
 
   async writeDocument(collection: string, name: string, document: unknown): Promise<'written' | 'exists'> {

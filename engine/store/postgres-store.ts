@@ -44,7 +44,7 @@ import {
   parseDocument,
   statusFilter,
 } from './types.js';
-import { COLLECTION_NAME } from './journal.js';
+import { assertCollectionName } from './journal.js';
 
 /** The schema version this engine writes; a store with a newer one is refused. */
 export const SCHEMA_VERSION = 2;
@@ -1253,7 +1253,7 @@ export class PostgresStore implements Store {
   }
 
   async prepareDocuments(collection: string): Promise<void> {
-    if (!COLLECTION_NAME.test(collection)) throw new Error(`invalid collection name: ${JSON.stringify(collection)}`);
+    assertCollectionName(collection);
     await this.ensure();
   }
 

@@ -7,6 +7,11 @@ import { isObject } from './json-path.js';
 
 export const DEFAULT_MAX_FIELD_BYTES = 64 * 1024;
 
+/** What is said of a text over the cap: `<name> is N bytes, over the CAP-byte cap per text field`. */
+export function overCap(name: string, bytes: number, cap: number): string {
+  return `${name} is ${bytes} bytes, over the ${cap}-byte cap per text field`;
+}
+
 /**
  * The most a proposal's key (its source record's id) may hold, in UTF-8 bytes: a key is an
  * identifier, indexed by every backend — PostgreSQL's B-tree takes at most 2,704 bytes an entry,
