@@ -28,6 +28,8 @@ export function versionText(): string {
 export interface HelpConfig {
   pipeline?: Pipeline;
   problem?: string;
+  /** No pipeline was found: where it was looked for (its review commands are unknown then). */
+  notFound?: string;
 }
 
 /** Load the pipeline for help (never throws: help works without one). */
@@ -35,7 +37,7 @@ export async function readHelpConfig(io: Io, argv: readonly string[]): Promise<H
   try {
     return { pipeline: await loadPipeline(findPipelineDir(io.cwd, globalValue(argv, 'dir')), io.env) };
   } catch (error) {
-    if (isPipelineError(error) && error.code === 'config.not_found') return {};
+    if (isPipelineError(error) && error.code === 'config.not_found') return { notFound: error.message };
     return { problem: isPipelineError(error) ? error.message : String(error) };
   }
 }
@@ -56,9 +58,15 @@ export function findSpec(specs: readonly CommandSpec[], words: readonly string[]
 }
 
 /** The usage error for a command nobody declares, with the closest name as a hint. */
-export function unknownCommand(name: string, specs: readonly CommandSpec[]): UsageError {
+export function unknownCommand(name: string, specs: readonly CommandSpec[], notFound?: string): UsageError {
   const names = [...specs.map((spec) => spec.name), 'help'];
   const near = closest(name, names);
+  // With no pipeline, its review commands are unknown too: say so, rather than only that this one is.
+  if (near === undefined && notFound !== undefined)
+    return new UsageError(
+      `unknown command: ${name}`,
+      `a review command is declared by the pipeline, and there is ${notFound}: give --dir DIR, or run it in a pipeline's directory`,
+    );
   const hint = near ? `did you mean "${near}"? (\`pipeline help\` lists every command)` : 'run `pipeline help` for the list of commands';
   return new UsageError(`unknown command: ${name}`, hint);
 }

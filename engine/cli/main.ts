@@ -46,7 +46,7 @@ async function dispatch(argv: string[], io: Io, injected: Injected): Promise<num
     const spec: CommandSpec | undefined = BUILT_INS.find((candidate) => candidate.name === command) ?? (await reviewCommandSpec(io, argv, command));
     if (!spec) {
       const config = await readHelpConfig(io, argv);
-      throw unknownCommand(command, allSpecs(config));
+      throw unknownCommand(command, allSpecs(config), config.notFound);
     }
     let parsed;
     try {

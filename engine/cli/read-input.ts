@@ -5,7 +5,6 @@
  */
 import { createReadStream } from 'node:fs';
 import path from 'node:path';
-import { fileKind } from '../util/file-kind.js';
 import type { Context } from './context.js';
 
 /** Far beyond a proposal or a panel's verdicts (each text field is capped at 64 KiB). */
@@ -49,31 +48,4 @@ export async function readInputText(context: Context, source: string | undefined
 function formatMiB(bytes: number): string {
   const mib = bytes / (1024 * 1024);
   return Number.isInteger(mib) ? `${mib} MiB` : `${bytes} bytes`;
-}
-
-/**
- * A file a person names for a command to read (`rescore --rubric FILE`), as text: a regular file
- * of at most `maxBytes` — a FIFO is never opened to wait on, a device or an endless file never
- * read past the bound. `why` says in words what it is instead.
- */
-export function readNamedFile(file: string, maxBytes = MAX_INPUT_BYTES): { ok: true; text: string } | { ok: false; why: string } {
-  const { closeSync, constants, fstatSync, openSync, readSync } = process.getBuiltinModule('node:fs');
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    return { ok: false, why: code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (error as Error).message };
-  }
-  try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) return { ok: false, why: `it is ${fileKind(stat)}, not a regular file` };
-    const buffer = Buffer.allocUnsafe(Math.min(stat.size, maxBytes) + 1);
-    let length = 0;
-    for (let read = 1; read > 0 && length < buffer.length; length += read) read = readSync(fd, buffer, length, buffer.length - length, null);
-    if (length > maxBytes) return { ok: false, why: `it is larger than ${maxBytes / (1024 * 1024)} MiB` };
-    return { ok: true, text: buffer.toString('utf8', 0, length) };
-  } finally {
-    closeSync(fd);
-  }
 }

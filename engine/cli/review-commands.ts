@@ -21,13 +21,18 @@ export function globalValue(argv: readonly string[], name: string): string | und
   return undefined;
 }
 
+/** How usage shows an argument's value: its allowed values, or what its declared type reads. */
+function valueWords(schema: Record<string, unknown>): string {
+  if (Array.isArray(schema['enum'])) return (schema['enum'] as unknown[]).join('|');
+  return schema['type'] === 'boolean' ? 'true|false' : schema['type'] === 'integer' ? 'N' : schema['type'] === 'number' ? 'NUMBER' : 'TEXT';
+}
+
 export function reviewUsage(command: ReviewCommand): string {
   const required = new Set(command.def.required ?? []);
   const parts = [`pipeline ${command.name} <id>`];
   for (const [arg, schema] of Object.entries(command.def.args ?? {})) {
     if (arg === command.def.positional) continue;
-    const values = Array.isArray(schema['enum']) ? (schema['enum'] as unknown[]).join('|') : 'TEXT';
-    const text = `${optionName(arg)} ${values}`;
+    const text = `${optionName(arg)} ${valueWords(schema)}`;
     parts.push(required.has(arg) ? text : `[${text}]`);
   }
   if (command.def.positional)
@@ -42,7 +47,7 @@ function optionHelp(command: ReviewCommand, arg: string): OptionSpec {
   const required = (command.def.required ?? []).includes(arg);
   return {
     type: 'string',
-    placeholder: values ? arg.slice(0, 1).toUpperCase() : 'TEXT',
+    placeholder: values ? arg.slice(0, 1).toUpperCase() : valueWords(schema),
     description: typeof schema['description'] === 'string' ? schema['description'] : arg.replace(/_/g, ' '),
     default: required ? 'required' : schema['default'] !== undefined ? String(schema['default']) : 'not given',
     ...(values ? { allowed: values } : {}),

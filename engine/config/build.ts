@@ -42,7 +42,17 @@ function registerSchemas(registry: SchemaRegistry, def: PipelineDef, texts: Conf
     const relative = path.normalize(file);
     const text = texts.get(relative);
     if (typeof text !== 'string') {
-      if (sources.pipeline)
+      if (text?.line !== undefined)
+        issues.push({
+          code: 'config.encoding',
+          severity: 'error',
+          file: relative,
+          line: text.line,
+          col: text.col ?? 1,
+          message: `cannot read schema ${relative}: ${text.error}`,
+          hint: 'save the file as UTF-8',
+        });
+      else if (sources.pipeline)
         issues.push(issueAt(sources.pipeline, ['schemas', name], 'config.unreadable', `cannot read schema ${relative}: ${text?.error ?? 'file not found'}`));
       continue;
     }

@@ -5,13 +5,15 @@
  * those inputs misses the cache and runs the full validation. Never required for correctness.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import type { Env } from './interpolate.js';
 import type { ValidConfig } from './load.js';
 import type { PrebuiltSchemas } from './prebuilt.js';
+import { readNamedFile } from '../util/named-file.js';
 import { PIPELINE_FILE } from './locate.js';
+import { readConfigFile } from './config-file.js';
 
 interface Entry {
   /** Every file the configuration was read from (relative path → sha256). */
@@ -44,12 +46,12 @@ function variables(text: string): string[] {
 }
 
 function readText(dir: string, relative: string): string | undefined {
-  try {
-    return readFileSync(path.resolve(dir, relative), 'utf8');
-  } catch {
-    return undefined;
-  }
+  const text = readConfigFile(path.resolve(dir, relative));
+  return typeof text === 'string' ? text : undefined;
 }
+
+/** Far beyond an entry (the shipped pipeline's is ~190 KB, its prebuilt validators included). */
+const ENTRY_MAX_BYTES = 64 * 1024 * 1024;
 
 function entryFile(cacheDir: string, dir: string, mainText: string, env: Env, buildId: string): string {
   const key = sha(JSON.stringify([buildId, path.resolve(dir), mainText, variables(mainText).map((name) => [name, env[name] ?? null])]));
@@ -98,7 +100,10 @@ export function readCachedConfig(dir: string, env: Env, buildId: string | undefi
   if (main === undefined) return undefined;
   let entry: Entry;
   try {
-    entry = JSON.parse(readFileSync(entryFile(cacheDir, dir, main, env, buildId), 'utf8')) as Entry;
+    // Never waited on nor read without bound, whatever is found at its name (a FIFO, a device).
+    const read = readNamedFile(entryFile(cacheDir, dir, main, env, buildId), ENTRY_MAX_BYTES);
+    if (!read.ok) return undefined;
+    entry = JSON.parse(read.text) as Entry;
   } catch {
     return undefined;
   }

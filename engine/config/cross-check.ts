@@ -31,6 +31,10 @@ export const BUILT_IN_COMMANDS = [
   'store',
   'pool',
 ];
+/** The command line's global options (cli/args.ts GLOBAL_OPTIONS): no review argument may be spelled as one. */
+export const GLOBAL_OPTION_NAMES = ['dir', 'store', 'json', 'help'];
+/** The types a review argument may declare: one value typed on a command line (stages/review.ts `typedArgument`). */
+export const REVIEW_ARGUMENT_TYPES = ['string', 'number', 'integer', 'boolean'];
 /** Audit events the engine records itself. */
 export const ENGINE_EVENTS = ['create', 'promote'];
 /** A store collection's name, as the machine schema spells `move`. */
@@ -208,9 +212,40 @@ function checkMachine({ def, machine, schemas, sources }: Context, out: Collecto
     }
   }
 
+  // Fields the engine keeps itself: an effect that wrote one would give the proposal another's id
+  // (the store would no longer find it under its own), change its status without a transition,
+  // or break the key that makes a source proposed at most once.
+  const kept = new Map<string, string>([
+    ['id', "the proposal's id"],
+    ['status', "the proposal's status, which only a transition's target sets"],
+  ]);
+  if (def.proposal.key) kept.set(def.proposal.key, "the proposal's key (pipeline.yaml proposal.key)");
   for (const [name, operations] of Object.entries(machine.effects ?? {})) {
     operations.forEach((op, index) => {
       const at = ['effects', name, index];
+      const paths = [
+        ['set', op.set, true],
+        ['remove', op.remove, true],
+        ['increment', op.increment, true],
+        ['snapshot', op.snapshot, false],
+        ['into', op.snapshot !== undefined ? op.into : undefined, true],
+        ['restore', op.restore, true],
+        ['from', op.restore !== undefined ? op.from : undefined, true],
+      ] as const;
+      for (const [key, path, writes] of paths) {
+        if (path === undefined) continue;
+        const problem = fieldPathProblem(path);
+        if (problem) out.error(src, [...at, key], 'config.field_path', `${key}: ${problem}`, 'a field path is names joined by dots, e.g. candidate.applies_to');
+        const field = path.split('.')[0]!;
+        if (!problem && writes && kept.has(field))
+          out.error(
+            src,
+            [...at, key],
+            'config.reserved_field',
+            `an effect cannot ${key === 'into' || key === 'restore' ? 'write' : key === 'from' ? 'remove' : key} "${path}": the engine keeps ${kept.get(field)}`,
+            'keep what you need in a field of your own',
+          );
+      }
       if (op.when !== undefined && !guards.includes(op.when)) out.unknown(src, [...at, 'when'], 'guard', op.when, guards, 'declared under guards:');
       if (op.append !== undefined) {
         if (!ledgers.includes(op.append)) out.unknown(src, [...at, 'append'], 'ledger', op.append, ledgers, 'declared in pipeline.yaml under ledgers:');
@@ -328,6 +363,30 @@ function checkReview(context: Context, stage: ReviewStageDef, src: SourceFile | 
       if (!guards.includes(guard)) out.unknown(src, [...at, 'preconditions', index], 'guard', guard, guards, 'guards of the machine');
     });
     const args = Object.keys(command.args ?? {});
+    const spelled = new Map<string, string>();
+    for (const arg of args) {
+      const where = [...at, 'args', arg];
+      if (!/^[A-Za-z][A-Za-z0-9_-]*$/.test(arg)) {
+        out.error(src, where, 'config.argument_name', `argument "${arg}": a name is a letter followed by letters, digits, _ or -`);
+        continue;
+      }
+      // snake_case is written with dashes on the command line (stages/review.ts optionName).
+      const option = arg.replace(/_/g, '-');
+      if (GLOBAL_OPTION_NAMES.includes(option) && arg !== command.positional)
+        out.error(src, where, 'config.argument_clash', `argument "${arg}" would be --${option}, the global option`, 'give it another name');
+      const twin = spelled.get(option);
+      if (twin !== undefined && arg !== command.positional && twin !== command.positional)
+        out.error(src, where, 'config.argument_clash', `arguments "${twin}" and "${arg}" would both be --${option}`, 'give one of them another name');
+      spelled.set(option, arg);
+      const type = (command.args?.[arg] as Record<string, unknown> | undefined)?.['type'];
+      if (type !== undefined && !(typeof type === 'string' && REVIEW_ARGUMENT_TYPES.includes(type)))
+        out.error(
+          src,
+          [...where, 'type'],
+          'config.argument_type',
+          `argument "${arg}" is of type ${JSON.stringify(type)}: a command line gives it one value, read as ${listWords(REVIEW_ARGUMENT_TYPES, 'or')}`,
+        );
+    }
     if (command.positional !== undefined && !args.includes(command.positional))
       out.unknown(src, [...at, 'positional'], 'argument', command.positional, args, 'arguments of this command');
     (command.required ?? []).forEach((arg, index) => {
@@ -356,6 +415,22 @@ function checkJudge(context: Context, stage: JudgeStageDef, src: SourceFile | un
       out.error(src, ['events', outcome], 'config.unknown_event', `state "${stage.from}" has no "${event}" transition`, hint);
     }
   }
+  // A jury's two answers must lead apart: were a failing verdict to reach the state a passing one
+  // does, the promotion that follows would put what the jury refused into the pool.
+  const targetsOf = (event: string) =>
+    new Set(transitions.filter((t) => t.from === stage.from && t.event === event && t.target !== undefined).map((t) => t.target!));
+  const failTargets = targetsOf(stage.events.fail);
+  const shared = [...targetsOf(stage.events.pass)].find((target) => failTargets.has(target));
+  if (shared !== undefined)
+    out.error(
+      src,
+      ['events', 'fail'],
+      'config.judge_events',
+      stage.events.pass === stage.events.fail
+        ? `pass and fail are both "${stage.events.pass}": a failing verdict would lead where a passing one does ("${shared}")`
+        : `"${stage.events.pass}" and "${stage.events.fail}" both lead from "${stage.from}" to "${shared}": a failing verdict would lead where a passing one does`,
+      'give fail an event that leads to another state (e.g. reject → rejected)',
+    );
   if (stage.revalidate !== undefined && !schemas.has(stage.revalidate))
     out.unknown(src, ['revalidate'], 'schema', stage.revalidate, schemas.names(), 'declared in pipeline.yaml under schemas:');
   const types = Object.keys(stage.judges);
@@ -396,6 +471,18 @@ function checkJudge(context: Context, stage: JudgeStageDef, src: SourceFile | un
     else if (then.kind !== 'promote')
       out.error(src, ['then'], 'config.then_kind', `stage "${stage.then}" is a ${then.kind} stage; then: names a promote stage`);
   }
+}
+
+/** Names that reach an object's prototype, never a field of a document. */
+const PROTOTYPE_NAMES = new Set(['__proto__', 'prototype', 'constructor']);
+
+/** What is wrong with a dotted field path from the configuration (undefined: nothing). */
+export function fieldPathProblem(path: string): string | undefined {
+  const parts = path.split('.');
+  if (parts.some((part) => part === '')) return `"${path}" has an empty name between its dots`;
+  const inherited = parts.find((part) => PROTOTYPE_NAMES.has(part));
+  if (inherited !== undefined) return `"${path}" names "${inherited}", which every object inherits; it is never a field`;
+  return undefined;
 }
 
 /** Is `expression` the proposal's id, `{ $field: id }`? */

@@ -1,14 +1,17 @@
 /** Configuration I/O: read every file pipeline.yaml names. */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isMap } from 'yaml';
 import type { Issue } from '../errors.js';
 import { interpolate, type Env } from './interpolate.js';
+import { readConfigFile, type Unreadable } from './config-file.js';
 import { PIPELINE_FILE } from './locate.js';
 import { parseSource, type SourceFile } from './source.js';
 
-/** The raw text of each configuration file, keyed by its path relative to the pipeline directory. */
-export type ConfigTexts = Map<string, string | { error: string }>;
+/**
+ * The raw text of each configuration file, keyed by its path relative to the pipeline directory;
+ * for one that cannot be read, why (and where in it, for a byte that is not UTF-8).
+ */
+export type ConfigTexts = Map<string, string | Unreadable>;
 
 /** pipeline.yaml as `readConfigTexts` parsed it, for the validation step to take once (`takeParsed`). */
 const parsedFiles = new WeakMap<ConfigTexts, { source: SourceFile; issues: Issue[] }>();
@@ -23,12 +26,7 @@ export function takeParsed(texts: ConfigTexts, file: string, text: unknown): { s
 
 function readOne(dir: string, relative: string, texts: ConfigTexts): void {
   if (texts.has(relative)) return;
-  try {
-    texts.set(relative, readFileSync(path.resolve(dir, relative), 'utf8'));
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    texts.set(relative, { error: code === 'ENOENT' ? 'file not found' : code === 'EISDIR' ? 'is a directory' : (error as Error).message });
-  }
+  texts.set(relative, readConfigFile(path.resolve(dir, relative)));
 }
 
 function stringsAt(doc: unknown, key: string): string[] {

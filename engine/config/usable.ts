@@ -22,6 +22,7 @@ import { interpolate, type Env } from './interpolate.js';
 import type { Sources } from './load.js';
 import { isSet } from './cache.js';
 import { PIPELINE_FILE } from './locate.js';
+import type { Unreadable } from './config-file.js';
 import type { ConfigTexts } from './read.js';
 import { issueAt, writtenText } from './source.js';
 import type { JudgeStageDef, PipelineDef, ProviderDef, Rubric, StageDef } from './types.js';
@@ -208,7 +209,7 @@ export function providersNamedByStages(texts: ConfigTexts, env: Env): Set<string
   return used;
 }
 
-function parsed(text: string | { error: string } | undefined): Record<string, unknown> | undefined {
+function parsed(text: string | Unreadable | undefined): Record<string, unknown> | undefined {
   if (typeof text !== 'string') return undefined;
   const doc = parseDocument(text);
   if (doc.errors.length || !isMap(doc.contents)) return undefined;

@@ -1,6 +1,7 @@
 /** Parse, interpolate and schema-check one YAML file, with positioned issues. Pure. */
 import type { ValidateFunction } from 'ajv';
 import type { Issue } from '../errors.js';
+import type { Unreadable } from './config-file.js';
 import { describeErrors } from './describe-errors.js';
 import { interpolateSourceAt, type Env } from './interpolate.js';
 import { issueAt, parseSource, writtenText, type SourceFile } from './source.js';
@@ -38,12 +39,28 @@ export interface CheckOptions {
 
 export function checkYamlFile<T>(
   file: string,
-  text: string | { error: string } | undefined,
+  text: string | Unreadable | undefined,
   validate: ValidateFunction,
   env: Env,
   options: CheckOptions = {},
 ): CheckedFile<T> {
   if (text === undefined || typeof text !== 'string') {
+    // A byte that is not UTF-8 is placed in the file itself; a file that cannot be read at all, on
+    // the line that names it (see `relocateUnreadable`).
+    if (text?.line !== undefined)
+      return {
+        issues: [
+          {
+            code: 'config.encoding',
+            severity: 'error',
+            file,
+            line: text.line,
+            col: text.col ?? 1,
+            message: `cannot read ${file}: ${text.error}`,
+            hint: 'save the file as UTF-8',
+          },
+        ],
+      };
     return { issues: [{ code: 'config.unreadable', severity: 'error', file, message: `cannot read ${file}: ${text?.error ?? 'file not found'}` }] };
   }
   const { source, issues } = options.parsed ?? parseSource(file, text);

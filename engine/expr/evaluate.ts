@@ -213,7 +213,10 @@ function compile(node: object): Compiled {
         if (line === undefined) return undefined;
         const out: Record<string, string> = {};
         for (const match of line.matchAll(new RegExp(itemPattern, PATTERN_FLAGS.item))) {
-          if (match[1] !== undefined && match[2] !== undefined) out[match[1].trim()] = match[2].trim();
+          // The names come from the text (a source record's): a name like `__proto__` is defined as
+          // the map's own key, as JSON.parse makes it, not assigned (which would set the prototype).
+          if (match[1] !== undefined && match[2] !== undefined)
+            Object.defineProperty(out, match[1].trim(), { value: match[2].trim(), writable: true, enumerable: true, configurable: true });
         }
         return Object.keys(out).length ? out : undefined;
       };

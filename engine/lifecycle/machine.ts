@@ -82,7 +82,8 @@ export function buildLifecycle(def: MachineDef, guard: (name: string) => Validat
 
   const states: Record<string, object> = {};
   for (const [name, state] of Object.entries(def.states)) {
-    const on: Record<string, object[]> = {};
+    // By event, in a Map: an event may be named like a property every object inherits (`constructor`).
+    const on = new Map<string, object[]>();
     for (const transition of transitions.filter((t) => t.from === name)) {
       const config: Record<string, unknown> = {
         actions: [{ type: STEP_ACTION, params: { id: transition.id } }, ...transition.effects],
@@ -90,13 +91,15 @@ export function buildLifecycle(def: MachineDef, guard: (name: string) => Validat
       if (transition.target !== undefined) config['target'] = transition.target;
       if (transition.guards.length === 1) config['guard'] = transition.guards[0];
       else if (transition.guards.length > 1) config['guard'] = and(transition.guards);
-      (on[transition.event] ??= []).push(config);
+      const configs = on.get(transition.event) ?? [];
+      configs.push(config);
+      on.set(transition.event, configs);
     }
     states[name] = {
       ...(state.description !== undefined ? { description: state.description } : {}),
       ...(state.tags !== undefined ? { tags: state.tags } : {}),
       ...(state.type === 'final' ? { type: 'final' } : {}),
-      on,
+      on: Object.fromEntries(on),
     };
   }
   const machine = setup({

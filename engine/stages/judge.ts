@@ -26,7 +26,10 @@ export type JudgePlan = { kind: 'no_jury'; reason: string } | { kind: 'jury'; ru
 /** Which rubric judges this proposal, from the stage's declared map. */
 export function planFor(engine: Engine, stage: JudgeStageDef, stored: Stored): JudgePlan {
   const value = getPath(stored.proposal, stage.rubric.by);
-  const entry = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? stage.rubric.map[String(value)] : undefined;
+  // The value is the proposal's (hostile until checked): only the map's own keys select a rubric,
+  // never a name every object inherits (`toString`, `constructor`).
+  const key = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? String(value) : undefined;
+  const entry = key !== undefined && Object.hasOwn(stage.rubric.map, key) ? stage.rubric.map[key] : undefined;
   if (entry === undefined) {
     return {
       kind: 'refused',

@@ -43,9 +43,17 @@ export function promotableStates(stage: PromoteStageDef): string[] {
   return Object.keys(stage.outcomes);
 }
 
+/**
+ * What the stage does with a proposal in `status` (a proposal's field: hostile until checked), or
+ * undefined: only the stage's own outcomes, never a name every object inherits (`constructor`).
+ */
+export function outcomeFor(stage: PromoteStageDef, status: string): PromoteStageDef['outcomes'][string] | undefined {
+  return Object.hasOwn(stage.outcomes, status) ? stage.outcomes[status] : undefined;
+}
+
 /** The no-op answer to promoting a stamped proposal: a rejection's row is recorded, not promoted (SPEC §5.6). */
 function alreadyDone(stage: PromoteStageDef, id: string, status: string): string {
-  if (recordKind(stage, status) === 'recorded') return `${id} is ${status}: its ${stage.outcomes[status]?.append} row is already recorded; nothing changed`;
+  if (recordKind(stage, status) === 'recorded') return `${id} is ${status}: its ${outcomeFor(stage, status)?.append} row is already recorded; nothing changed`;
   return `${id} is already promoted; nothing changed`;
 }
 
@@ -54,7 +62,8 @@ function alreadyDone(stage: PromoteStageDef, id: string, status: string): string
  * `promoted`; a row appended to a ledger (a rejection) is `recorded` — never called a promotion.
  */
 export function recordKind(stage: PromoteStageDef, status: string): 'promoted' | 'recorded' {
-  return stage.outcomes[status]?.append !== undefined && stage.outcomes[status]?.write === undefined ? 'recorded' : 'promoted';
+  const outcome = outcomeFor(stage, status);
+  return outcome?.append !== undefined && outcome.write === undefined ? 'recorded' : 'promoted';
 }
 
 /**
@@ -136,7 +145,7 @@ export async function planPromotion(
   options: { judgedNow?: boolean } = {},
 ): Promise<PromotionPlan> {
   const status = String(proposal['status']);
-  const outcome = stage.outcomes[status];
+  const outcome = outcomeFor(stage, status);
   const warnings: string[] = [];
   if (!outcome)
     return {

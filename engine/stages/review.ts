@@ -10,6 +10,7 @@ import type { CommandDef, ReviewStageDef } from '../config/types.js';
 import type { Actor, Engine } from '../engine.js';
 import { guardPasses } from '../lifecycle/decide.js';
 import { refused, type Outcome } from '../outcome.js';
+import { quotedNonId } from '../util/ids.js';
 import { listWords } from '../util/suggest.js';
 import { overCap, oversizeField } from '../util/text-size.js';
 
@@ -25,6 +26,29 @@ export function reviewCommands(pipeline: Pipeline): ReviewCommand[] {
 
 export function findReviewCommand(pipeline: Pipeline, name: string): ReviewCommand | undefined {
   return reviewCommands(pipeline).find((command) => command.name === name);
+}
+
+/**
+ * Typed text: what a command line or a person types, read as the type the argument declares
+ * (`--urgent true`, `--priority 3`; undeclared or string: the text itself), or why it is not one.
+ * A list or an object cannot be typed as one value: the configuration refuses those types
+ * (REVIEW_ARGUMENT_TYPES, config/cross-check.ts).
+ */
+export function typedArgument(schema: Record<string, unknown>, text: string): { ok: true; value: unknown } | { ok: false; why: string } {
+  const got = `got ${quotedNonId(text)}`;
+  switch (schema['type']) {
+    case 'boolean':
+      return text === 'true' ? { ok: true, value: true } : text === 'false' ? { ok: true, value: false } : { ok: false, why: `must be true or false, ${got}` };
+    case 'integer':
+      // Up to 15 digits: every such number is exact in a double.
+      return /^[+-]?\d{1,15}$/.test(text) ? { ok: true, value: Number(text) } : { ok: false, why: `must be a whole number, ${got}` };
+    case 'number':
+      return /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(text) && Number.isFinite(Number(text))
+        ? { ok: true, value: Number(text) }
+        : { ok: false, why: `must be a number, ${got}` };
+    default:
+      return { ok: true, value: text };
+  }
 }
 
 /** `version_independent` is written `--version-independent` on the command line. */
@@ -56,8 +80,10 @@ function describeArgFinding(command: ReviewCommand, finding: Finding, naming: 'o
 export function checkArgument(engine: Engine, command: ReviewCommand, arg: string, value: string | undefined): string | undefined {
   const over = oversizeField(value, engine.maxFieldBytes);
   if (over) return overCap(arg.replace(/_/g, ' '), over.bytes, engine.maxFieldBytes);
+  const typed = value === undefined ? undefined : typedArgument(command.def.args?.[arg] ?? {}, value);
+  if (typed && !typed.ok) return `${arg.replace(/_/g, ' ')} ${typed.why}`;
   const validate = engine.pipeline.schemas.inline(argsKey(command.stage.name, command.name));
-  if (validate(value === undefined ? {} : { [arg]: value })) return undefined;
+  if (validate(typed === undefined ? {} : { [arg]: typed.value })) return undefined;
   const mine = describeErrors(validate.errors).filter((finding) => argOf(finding) === arg);
   return mine.length ? mine.map((finding) => describeArgFinding(command, finding, 'plain')).join('; ') : undefined;
 }
@@ -74,6 +100,18 @@ export async function runReviewCommand(engine: Engine, command: ReviewCommand, i
     const name = command.def.positional === arg ? arg.toUpperCase() : optionName(arg);
     const status = String(read.stored.proposal['status']);
     return refused('invalid_args', `${command.name} ${id} (${status}): ${overCap(name, over.bytes, engine.maxFieldBytes)}`, undefined, id);
+  }
+  // Text from a command line or a person is read as the type each argument declares.
+  const given = args;
+  args = {};
+  for (const [arg, value] of Object.entries(given)) {
+    const typed = typeof value === 'string' ? typedArgument(command.def.args?.[arg] ?? {}, value) : { ok: true as const, value };
+    if (typed.ok) {
+      args[arg] = typed.value;
+      continue;
+    }
+    const name = command.def.positional === arg ? arg.toUpperCase() : optionName(arg);
+    return refused('invalid_args', `${command.name} ${id} (${String(read.stored.proposal['status'])}): ${name} ${typed.why}`, undefined, id);
   }
   const validate = engine.pipeline.schemas.inline(argsKey(command.stage.name, command.name));
   if (!validate(args)) {

@@ -30,14 +30,19 @@ export function hasPath(root: unknown, path: string): boolean {
   return isObject(parent) && Object.hasOwn(parent, last);
 }
 
-/** Set `path` on a (mutable) object, creating intermediate objects. Existing keys keep their place. */
+/**
+ * Set `path` on a (mutable) object, creating intermediate objects. Existing keys keep their place.
+ * A path through `__proto__` is refused: assigning it would reach the object's prototype, or every
+ * object's (the configuration's paths are checked at load; this is the last line).
+ */
 export function setPath(root: Record<string, unknown>, path: string, value: unknown): void {
   const keys = splitPath(path);
   const last = keys.pop();
   if (last === undefined) throw new Error('cannot set the empty path');
+  if (last === '__proto__' || keys.includes('__proto__')) throw new Error(`cannot set "${path}": __proto__ is never a field`);
   let node: Record<string, unknown> = root;
   for (const key of keys) {
-    const next = node[key];
+    const next = Object.hasOwn(node, key) ? node[key] : undefined;
     if (!isObject(next)) node[key] = {};
     node = node[key] as Record<string, unknown>;
   }

@@ -8,27 +8,39 @@
 /**
  * C0 controls but tab and line feed (CR, backspace, ESC, BEL …), DEL, C1 controls (U+0080–U+009F:
  * terminals read U+009B as CSI and U+009D as OSC), the bidi controls of "Trojan Source" (U+061C,
- * U+200E/F, U+202A–U+202E, U+2066–U+2069) and the line/paragraph separators U+2028/9.
+ * U+200E/F, U+202A–U+202E, U+2066–U+2069), the line/paragraph separators U+2028/9, and the
+ * characters a terminal draws as nothing, which can carry text a reader never sees: the soft
+ * hyphen U+00AD, U+180E, the zero-width space U+200B, U+2060–U+2064 and U+FEFF, the interlinear
+ * annotation marks U+FFF9–U+FFFB, and the tag characters U+E0000–U+E007F (each an invisible copy of
+ * an ASCII letter: a sentence spelled in them is hidden on screen and read whole by a model). The
+ * zero-width joiner and non-joiner (U+200C/D) stay: emoji sequences and Persian or Indic writing
+ * need them, and they spell nothing.
  */
-const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const HIDDEN = '\\u00ad\\u180e\\u200b\\u2060-\\u2064\\ufeff\\ufff9-\\ufffb\\u{e0000}-\\u{e007f}';
+const BIDI = '\\u061c\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069';
+const UNSAFE = new RegExp(`[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f${BIDI}${HIDDEN}]`, 'gu');
 
 /** The same characters but line feed and tab: they can only occur inside strings of JSON text. */
-const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE_IN_JSON = new RegExp(`[\\u007f-\\u009f${BIDI}${HIDDEN}]`, 'gu');
 
-function hex(char: string, width: 2 | 4): string {
-  return char.charCodeAt(0).toString(16).padStart(width, '0');
+function hex(code: number, width: 2 | 4): string {
+  return code.toString(16).padStart(width, '0');
 }
 
-/** `text` with every terminal control shown as `\xHH` (up to U+00FF) or `\uHHHH`; everything else unchanged. */
+/** `text` with every terminal control shown as `\xHH` (up to U+00FF), `\uHHHH` or `\u{HHHHH}`; everything else unchanged. */
 export function escapeTerminal(text: string): string {
-  return text.replace(UNSAFE, (char) => (char.charCodeAt(0) <= 0xff ? `\\x${hex(char, 2)}` : `\\u${hex(char, 4)}`));
+  return text.replace(UNSAFE, (char) => {
+    const code = char.codePointAt(0)!;
+    return code <= 0xff ? `\\x${hex(code, 2)}` : code <= 0xffff ? `\\u${hex(code, 4)}` : `\\u{${hex(code, 4)}}`;
+  });
 }
 
 /**
  * JSON text made safe for a terminal without changing what it means: the characters JSON.stringify
- * leaves raw (DEL, C1, bidi controls, U+2028/9) become `\uHHHH` escapes, so the text parses to
- * exactly the same value. C0 controls are already escaped by JSON.stringify.
+ * leaves raw (DEL, C1, bidi controls, U+2028/9, the invisible ones above) become `\uHHHH` escapes
+ * (a surrogate pair for a tag character), so the text parses to exactly the same value. C0
+ * controls are already escaped by JSON.stringify.
  */
 export function escapeJsonText(json: string): string {
-  return json.replace(UNSAFE_IN_JSON, (char) => `\\u${hex(char, 4)}`);
+  return json.replace(UNSAFE_IN_JSON, (char) => [...Array(char.length).keys()].map((index) => `\\u${hex(char.charCodeAt(index), 4)}`).join(''));
 }

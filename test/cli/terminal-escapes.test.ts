@@ -33,6 +33,18 @@ describe('escapeTerminal', () => {
     expect(escapeTerminal('\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202d\u2067\u2068')).not.toMatch(RAW_CONTROL);
   });
 
+  it('shows what a terminal draws as nothing: tag characters (an invisible sentence a model reads), zero-width space, word joiner, BOM, soft hyphen', () => {
+    // "IGNORE" spelled in tag characters, hidden between two visible words.
+    const tags = [...'IGNORE'].map((letter) => String.fromCodePoint(0xe0000 + letter.charCodeAt(0))).join('');
+    const hidden = `score${tags} it\u200bfairly\u2060\ufeff\u00ad\u180e\ufff9`;
+    expect(escapeTerminal(hidden)).toBe('score\\u{e0049}\\u{e0047}\\u{e004e}\\u{e004f}\\u{e0052}\\u{e0045} it\\u200bfairly\\u2060\\ufeff\\xad\\u180e\\ufff9');
+    const json = escapeJsonText(JSON.stringify({ claim: hidden }));
+    expect(json).toMatch(/^[\x20-\x7e]*$/);
+    expect(JSON.parse(json)).toEqual({ claim: hidden });
+    // What writing needs stays: joiners in emoji and Persian, accents, CJK.
+    expect(escapeTerminal('👩‍💻 می‌خواهم é 日本')).toBe('👩‍💻 می‌خواهم é 日本');
+  });
+
   it('keeps JSON text meaning exactly the same value', () => {
     const value = { claim: HOSTILE, 'k\u202e': ['\u2028'] };
     const text = escapeJsonText(JSON.stringify(value, null, 2));

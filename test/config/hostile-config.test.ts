@@ -12,6 +12,9 @@ import { interpolate, InterpolationError, MAX_NESTING } from '../../engine/confi
 import { buildPipeline } from '../../engine/config/build.js';
 import { readConfigTexts } from '../../engine/config/read.js';
 import { formatIssue } from '../../engine/errors.js';
+import { GLOBAL_OPTION_NAMES } from '../../engine/config/cross-check.js';
+import { GLOBAL_OPTIONS } from '../../engine/cli/args.js';
+import { setPath } from '../../engine/util/json-path.js';
 import { copyPipeline, ROOT } from '../helpers.js';
 
 async function loadEdited(file: string, edit: (text: string) => string, env: Record<string, string | undefined> = {}): Promise<string[]> {
@@ -111,5 +114,97 @@ describe('a duration no timer can wait', () => {
       [...schema.matchAll(/"([a-z_]+)": \{\s*"\$ref": "#\/definitions\/(?:duration|providerCommon\/properties\/timeout)"/g)].map((match) => match[1]),
     );
     expect([...keys].sort()).toEqual([...new Set([...DURATION_KEYS.defaults, ...DURATION_KEYS.provider])].sort());
+  });
+});
+
+describe('what an effect may write, and field paths', () => {
+  it('refuses an effect that writes the id, the status or the key, or a path through a name every object inherits, each at its line', async () => {
+    const line = lineOf('machines/lesson.yaml', '    - { set: passed_at, to: { $now: true } }');
+    const text = await loadEdited('machines/lesson.yaml', (yaml) =>
+      yaml.replace(
+        '    - { set: passed_at, to: { $now: true } }\n',
+        [
+          '    - { set: passed_at, to: { $now: true } }',
+          '    - { set: id, to: 01M99NG84AJB72G40G4G0YBR62 }',
+          '    - { remove: artifact_id }',
+          '    - { snapshot: candidate, into: status }',
+          '    - { set: __proto__.polluted, to: 1 }',
+          '    - { increment: a..b }',
+          '',
+        ].join('\n'),
+      ),
+    );
+    expect(text).toEqual([
+      `machines/lesson.yaml:${line + 1}:14: an effect cannot set "id": the engine keeps the proposal's id\n  hint: keep what you need in a field of your own`,
+      `machines/lesson.yaml:${line + 2}:17: an effect cannot remove "artifact_id": the engine keeps the proposal's key (pipeline.yaml proposal.key)\n  hint: keep what you need in a field of your own`,
+      `machines/lesson.yaml:${line + 3}:36: an effect cannot write "status": the engine keeps the proposal's status, which only a transition's target sets\n  hint: keep what you need in a field of your own`,
+      `machines/lesson.yaml:${line + 4}:14: set: "__proto__.polluted" names "__proto__", which every object inherits; it is never a field\n  hint: a field path is names joined by dots, e.g. candidate.applies_to`,
+      `machines/lesson.yaml:${line + 5}:20: increment: "a..b" has an empty name between its dots\n  hint: a field path is names joined by dots, e.g. candidate.applies_to`,
+    ]);
+    expect(Object.hasOwn(Object.prototype, 'polluted')).toBe(false);
+  });
+
+  it('refuses a stage field path through __proto__, prototype or constructor', async () => {
+    const line = lineOf('stages/promote.yaml', 'stamp: promoted_at');
+    const text = await loadEdited('stages/promote.yaml', (yaml) => yaml.replace('stamp: promoted_at', 'stamp: pool.__proto__.at'));
+    expect(text).toEqual([
+      `stages/promote.yaml:${line}:8: stamp "pool.__proto__.at": a field path is dotted names, e.g. candidate.claim (never __proto__, prototype or constructor, which every object inherits)`,
+    ]);
+  });
+
+  it('never lets setPath reach a prototype, whatever it is given', () => {
+    const target: Record<string, unknown> = {};
+    expect(() => setPath(target, '__proto__.polluted', 1)).toThrow(/__proto__ is never a field/);
+    expect(() => setPath(target, 'a.__proto__', 1)).toThrow(/__proto__ is never a field/);
+    expect(Object.hasOwn(Object.prototype, 'polluted')).toBe(false);
+    // `constructor` on a plain document is its own field, not the inherited function.
+    setPath(target, 'constructor.name', 'x');
+    expect(target).toEqual({ constructor: { name: 'x' } });
+  });
+});
+
+describe('a judge stage whose verdicts lead apart', () => {
+  it('refuses pass and fail naming one event, or two events that lead to the same state', async () => {
+    const line = lineOf('stages/judge.yaml', 'events: { pass: approve, fail: reject }');
+    const same = await loadEdited('stages/judge.yaml', (yaml) => yaml.replace('fail: reject }', 'fail: approve }'));
+    expect(same).toEqual([
+      `stages/judge.yaml:${line}:32: pass and fail are both "approve": a failing verdict would lead where a passing one does ("approved")\n  hint: give fail an event that leads to another state (e.g. reject → rejected)`,
+    ]);
+    const converging = await loadEdited('machines/lesson.yaml', (yaml) => yaml.replace(/(      reject:\n        target: )rejected/, '$1approved'));
+    expect(converging).toContainEqual(
+      expect.stringMatching(
+        /^stages\/judge\.yaml:\d+:32: "approve" and "reject" both lead from "confirmed" to "approved": a failing verdict would lead where a passing one does\n/,
+      ),
+    );
+  });
+});
+
+describe('review arguments as a command line gives them', () => {
+  it('refuses an argument spelled as a global option or as another argument, a name no option can have, and a type one value cannot hold', async () => {
+    const line = lineOf('stages/review.yaml', '      visibility:');
+    const text = await loadEdited('stages/review.yaml', (yaml) =>
+      yaml.replace(
+        '      visibility:\n',
+        [
+          '      dir: { type: string }',
+          '      the_note: { type: string }',
+          '      the-note: { type: string }',
+          '      "two words": {}',
+          '      tags: { type: array }',
+          '      visibility:',
+          '',
+        ].join('\n'),
+      ),
+    );
+    expect(text).toEqual([
+      `stages/review.yaml:${line}:7: argument "dir" would be --dir, the global option\n  hint: give it another name`,
+      `stages/review.yaml:${line + 2}:7: arguments "the_note" and "the-note" would both be --the-note\n  hint: give one of them another name`,
+      `stages/review.yaml:${line + 3}:7: argument "two words": a name is a letter followed by letters, digits, _ or -`,
+      `stages/review.yaml:${line + 4}:21: argument "tags" is of type "array": a command line gives it one value, read as string, number, integer or boolean`,
+    ]);
+  });
+
+  it('knows the global options the command line has', () => {
+    expect([...GLOBAL_OPTION_NAMES].sort()).toEqual(Object.keys(GLOBAL_OPTIONS).sort());
   });
 });

@@ -77,6 +77,22 @@ async function expectUnjudged(id: string, run: () => Promise<{ outcome: { kind: 
 }
 
 describe('rubric by visibility', () => {
+  it('selects a rubric only by a key of the map itself: a value named like an inherited property (toString, constructor) has no rubric', async () => {
+    // A pipeline whose visibility is free text (no revalidation) must still refuse what its map does not name.
+    const open = { ...stage, revalidate: undefined };
+    for (const visibility of ['toString', 'constructor', 'hasOwnProperty', '__proto__']) {
+      const id = await confirmed('org');
+      writeFileSync(file(id), `${JSON.stringify({ ...read(id), visibility }, null, 2)}\n`);
+      const { providers, source } = panel(() => verdict());
+      const result = await judgeWithProviders(t.engine, open, await stored(id), { providers: source, useCache: false, actor: 'run' });
+      expect(result.outcome).toMatchObject({ kind: 'refused' });
+      expect((result.outcome as { message: string }).message).toMatch(new RegExp(`visibility "${visibility}" has no rubric`));
+      expect(read(id)).toMatchObject({ status: 'confirmed', visibility });
+      expect(read(id)['verdict']).toBeUndefined();
+      expect(providers.standard.calls).toHaveLength(0);
+    }
+  });
+
   it('approves a private proposal at once with no provider call', async () => {
     const id = await confirmed('private');
     const { providers, source } = panel(() => {

@@ -16,7 +16,7 @@ import { isObject } from '../../util/json-path.js';
 import { listWords } from '../../util/suggest.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
-import { readNamedFile } from '../read-input.js';
+import { readNamedFile } from '../../util/named-file.js';
 
 /** Far past any rubric (a few hundred bytes of YAML). */
 const RUBRIC_MAX_BYTES = 1024 * 1024;
@@ -38,7 +38,7 @@ async function readRubrics(context: Context, files: readonly string[]): Promise<
   for (const given of files) {
     const file = path.normalize(given);
     // A rubric is a few hundred bytes: a FIFO, a device or a file of hundreds of MB is refused, never waited on or read whole.
-    const read = readNamedFile(path.resolve(context.io.cwd, given), RUBRIC_MAX_BYTES);
+    const read = readNamedFile(path.resolve(context.io.cwd, given), RUBRIC_MAX_BYTES, { strict: true });
     const text: string | { error: string } = read.ok ? read.text : { error: read.why };
     const checked = checkYamlFile<Rubric>(file, text, validators.rubric, context.io.env);
     issues.push(...checked.issues);
