@@ -143,7 +143,11 @@ export class FileStore implements Store {
   private readonly owners: OwnerFiles;
   private readonly ledgerIndex = new LedgerIndex();
   private readonly auditMemo: AuditMemo = { unsaved: 0 };
+  /** Has the store's own directory been seen (it may be a link: where the user keeps it)? */
+  private located = false;
+  /** Directories this process has checked (what a read trusts; every write checks again). */
   private readonly checkedDirs = new Set<string>();
+  private readonly dirParts = new Map<string, string[]>();
   private readonly claims = new Map<string, Held>();
   private readonly queues = new Map<string, string[]>();
   /**
@@ -228,35 +232,54 @@ export class FileStore implements Store {
   }
 
   /**
-   * A directory of the store, checked once per process (created when `create`): a link, a file
-   * or anything else in the place of one of its directories is refused, so nothing is ever read
-   * or written through a link out of the store. (The store's own directory may be a link: the
-   * user chose where it lives.)
+   * A directory of the store, each part of its path checked (created when `create`): a link, a
+   * file or anything else in the place of one of its directories is refused, so nothing is ever
+   * read or written through a link out of the store. Every write checks again (`realDir`), even in
+   * a long run: checked once per process, a directory moved out and linked back mid-run had the
+   * run's claims and pool entries written, and files deleted, outside the store. A read keeps what
+   * this process has checked (a read writes nothing, and a file read is a proposal only when its
+   * own id says so). One `lstat` a part; the store's own directory may be a link (the user chose
+   * where it lives).
    */
   private dir(dir: string, create: boolean): boolean {
-    if (this.checkedDirs.has(dir)) return true;
-    if (!existsSync(this.location)) {
-      if (!create) return false;
-      mkdirSync(this.location, { recursive: true });
-    }
-    let current = this.location;
-    const relative = path.relative(this.location, dir);
-    for (const part of relative === '' ? [] : relative.split(path.sep)) {
-      current = path.join(current, part);
-      if (this.checkedDirs.has(current)) continue;
-      if (!isRealDirectory(current)) {
+    if (!create && this.checkedDirs.has(dir)) return true;
+    if (!this.located) {
+      if (!existsSync(this.location)) {
         if (!create) return false;
-        try {
-          mkdirSync(current);
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        }
-        if (!isRealDirectory(current)) return false;
+        mkdirSync(this.location, { recursive: true });
       }
-      this.checkedDirs.add(current);
+      this.located = true;
+    }
+    for (const current of this.partsOf(dir)) {
+      if (isRealDirectory(current)) continue;
+      if (!create) return false;
+      try {
+        mkdirSync(current);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      if (!isRealDirectory(current)) return false;
     }
     this.checkedDirs.add(dir);
     return true;
+  }
+
+  /** The paths from the store's directory down to `dir` (below the store's own), worked out once. */
+  private partsOf(dir: string): string[] {
+    let parts = this.dirParts.get(dir);
+    if (parts === undefined) {
+      parts = [];
+      const relative = path.relative(this.location, dir);
+      let current = this.location;
+      for (const part of relative === '' ? [] : relative.split(path.sep)) parts.push((current = path.join(current, part)));
+      this.dirParts.set(dir, parts);
+    }
+    return parts;
+  }
+
+  /** `dir`, made if missing; throws when something else is in its place (nothing is written through it). */
+  private realDir(dir: string): void {
+    if (!this.dir(dir, true)) throw new NotRegularFile(dir, 'not a directory', 'a directory');
   }
 
   // ---------------------------------------------------------------- reading
@@ -519,7 +542,7 @@ export class FileStore implements Store {
 
   /** Take a proposal's commit lock; a dead holder's unfinished commit is finished first. */
   private async lockProposal(id: string, replaying = false): Promise<Held> {
-    this.dir(path.join(this.location, '.locks'), true);
+    this.realDir(path.join(this.location, '.locks'));
     const file = this.lockFile(`${id}.lock`);
     const start = Date.now();
     let delay = 1;
@@ -542,7 +565,7 @@ export class FileStore implements Store {
   }
 
   private journalFor(): Journal {
-    this.dir(path.join(this.location, '.journal'), true);
+    this.realDir(path.join(this.location, '.journal'));
     this.journal ??= new Journal(path.join(this.location, '.journal'), this.owners.name);
     return this.journal;
   }
@@ -567,8 +590,8 @@ export class FileStore implements Store {
     const id = proposal.id;
     assertId(id);
     await this.beforeWrite();
-    this.dir(this.proposalsDir, true);
-    this.dir(path.join(this.location, '.index', 'keys'), true);
+    this.realDir(this.proposalsDir);
+    this.realDir(path.join(this.location, '.index', 'keys'));
     const marker = this.markerFile(key);
     for (let attempt = 0; ; attempt++) {
       try {
@@ -609,6 +632,9 @@ export class FileStore implements Store {
     await this.beforeWrite();
     const held = await this.lockProposal(id);
     try {
+      // The document's directory is a real one now, not only when it was last used (a link moved in
+      // since is refused here, before anything is read through it or written).
+      this.realDir(this.proposalsDir);
       if (change.lease && !this.owners.holds(this.claimFile(change.lease.stage, change.lease.key))) return { ok: false, reason: 'lease' };
       let current: string | undefined;
       try {
@@ -625,7 +651,7 @@ export class FileStore implements Store {
         // Every directory an entry goes into or leaves is a real one (a link there is refused
         // here, before anything is written, not halfway through the commit).
         for (const collection of write.op === 'put' ? [write.collection] : [write.from, write.to])
-          this.dir(path.dirname(this.entryFile(collection, write.id)), true);
+          this.realDir(path.dirname(this.entryFile(collection, write.id)));
         if (write.op === 'put') {
           // An entry is never overwritten: one already there (a promotion finished by hand) stays.
           if (lstatSync(this.entryFile(write.collection, write.id), { throwIfNoEntry: false })) continue;
@@ -649,7 +675,12 @@ export class FileStore implements Store {
         () => writeTemp(file, text),
         async (temp) => {
           install(temp, file);
-          await Promise.all([fsyncDir(this.proposalsDir), ...(await this.writeEntries(entries))]);
+          // The directory's sync runs while the entries are written.
+          const synced = fsyncDir(this.proposalsDir);
+          // Handled at once: it may fail while the entries are written, and an unhandled rejection
+          // ends the process (it is still awaited, and its failure thrown, below).
+          synced.catch(() => undefined);
+          await Promise.all([synced, ...(await this.writeEntries(entries))]);
         },
       );
       return { ok: true, version: text };
@@ -699,7 +730,7 @@ export class FileStore implements Store {
     for (const entry of entries) {
       if (entry.op === 'put') {
         const target = this.entryFile(entry.collection, entry.id);
-        this.dir(path.dirname(target), true);
+        this.realDir(path.dirname(target));
         try {
           install(await writeTemp(target, entry.text), target, true);
         } catch (error) {
@@ -709,7 +740,7 @@ export class FileStore implements Store {
       } else {
         const source = this.entryFile(entry.from, entry.id);
         const target = this.entryFile(entry.to, entry.id);
-        this.dir(path.dirname(target), true);
+        this.realDir(path.dirname(target));
         moveEntry(source, target);
         syncs.push(fsyncDir(path.dirname(source)), fsyncDir(path.dirname(target)));
       }
@@ -727,7 +758,7 @@ export class FileStore implements Store {
    */
   private async appendRows(file: string, rows: readonly Record<string, unknown>[] | readonly AuditRow[]): Promise<void> {
     if (rows.length === 0) return;
-    this.dir(this.location, true);
+    this.realDir(this.location);
     const text = rows.map((row) => `${JSON.stringify(row)}\n`).join('');
     for (;;) {
       const { created, midLine } = await appendDurably(file, text, { afterLine: true });
@@ -749,7 +780,7 @@ export class FileStore implements Store {
 
   /** Run `fix` on the end of a log under its tail lock (see `appendRows`). */
   private async atTail<T>(file: string, fix: () => T | Promise<T>): Promise<T> {
-    this.dir(path.join(this.location, '.locks'), true);
+    this.realDir(path.join(this.location, '.locks'));
     const held = await this.owners.acquire(this.lockFile(`${path.basename(file)}.tail`));
     try {
       return await fix();
@@ -766,14 +797,14 @@ export class FileStore implements Store {
     assertCollection(collection);
     const dir = path.join(this.location, collection);
     // (A link or a file there throws, naming it; anything else that is no directory is named here.)
-    if (!this.dir(dir, true)) throw new NotRegularFile(dir, 'not a directory', 'a directory');
+    this.realDir(dir);
   }
 
   async writeDocument(collection: string, name: string, document: unknown): Promise<'written' | 'exists'> {
     assertCollection(collection);
     if (!DOCUMENT_NAME.test(name)) throw new Error(`invalid document name: ${JSON.stringify(name)}`);
     const dir = path.join(this.location, collection);
-    this.dir(dir, true);
+    this.realDir(dir);
     try {
       await writeFileAtomic(path.join(dir, name), `${JSON.stringify(document, null, 2)}\n`, { exclusive: true });
       return 'written';
@@ -835,8 +866,8 @@ export class FileStore implements Store {
   async load(items: AsyncIterable<Dumped>): Promise<void> {
     if (await this.exists()) throw new Error(`${this.location} is not empty`);
     this.writes++;
-    this.dir(this.proposalsDir, true);
-    this.dir(path.join(this.location, '.index', 'keys'), true);
+    this.realDir(this.proposalsDir);
+    this.realDir(path.join(this.location, '.index', 'keys'));
     const dirs = new Set<string>([this.proposalsDir, path.join(this.location, '.index', 'keys'), this.location]);
     const logs = new Map<string, string[]>();
     const flush = (file: string) => {
@@ -871,7 +902,7 @@ export class FileStore implements Store {
         case 'document': {
           assertCollection(item.collection);
           const dir = path.join(this.location, item.collection);
-          this.dir(dir, true);
+          this.realDir(dir);
           dirs.add(dir);
           const name = item.kind === 'entry' ? `${item.id}.json` : item.name;
           if (item.kind === 'entry') assertId(item.id);
@@ -989,7 +1020,7 @@ export class FileStore implements Store {
 
   private async replayDeadNow(dead: (fresh?: boolean) => string[]): Promise<number> {
     const dir = path.join(this.location, '.journal');
-    this.dir(path.join(this.location, '.locks'), true);
+    this.realDir(path.join(this.location, '.locks'));
     const lock = await this.owners.acquire(this.lockFile('replay.lock'), 60_000);
     let finished = 0;
     try {
@@ -1059,7 +1090,7 @@ export class FileStore implements Store {
         // Changed by hand since — or made unreadable by hand (the store's own writes are whole):
         // leave it, never overwrite it, invent nothing.
         if (!atStart) return false;
-        this.dir(this.proposalsDir, true);
+        this.realDir(this.proposalsDir);
         install(await writeTemp(file, intent.next), file);
         await fsyncDir(this.proposalsDir);
         did = true;
@@ -1098,7 +1129,7 @@ export class FileStore implements Store {
 
   async claim(stage: string, queue: Queue, max: number, _ttlMs: number): Promise<Claimed> {
     void _ttlMs; // a local owner holds while it lives; the store's lease time covers other hosts
-    this.dir(path.join(this.location, '.claims', stage), true);
+    this.realDir(path.join(this.location, '.claims', stage));
     const leases: Lease[] = [];
     const take = async (key: string): Promise<void> => {
       const file = this.claimFile(stage, key);

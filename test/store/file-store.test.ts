@@ -593,6 +593,42 @@ describe('file store: nothing outside the store, nothing that blocks', () => {
     expect(readdirSync(outside)).toEqual([]);
   });
 
+  it('refuses a directory moved out and linked back after the store has used it: no entry, proposal or claim written, nothing removed outside', async () => {
+    const store = make();
+    const version = await seed(store);
+    // Every directory used once, as a run uses them before anyone swaps one.
+    const approved = path.join(store.location, 'approved');
+    mkdirSync(approved, { recursive: true });
+    const claimed = await store.claim('judge', { keys: [ID] }, 1, 60_000);
+    await store.release(claimed.leases);
+    const outside = tempDir('pipeline-outside-');
+    for (const dir of ['approved', '.claims']) {
+      renameSync(path.join(store.location, dir), path.join(outside, dir));
+      symlinkSync(path.join(outside, dir), path.join(store.location, dir));
+    }
+    // A file planted where a claim would go: taking it over would remove it.
+    writeFileSync(path.join(outside, '.claims', 'judge', ID), 'precious');
+    const change = {
+      id: ID,
+      version,
+      next: { ...pending, status: 'approved', promoted_at: '2026-11-02T00:00:00Z' },
+      audit: [{ ...created, event: 'approve', from: 'pending', to: 'approved' }],
+      entries: [{ op: 'put' as const, collection: 'approved', id: ID, entry: { id: ID } }],
+    };
+    await expect(store.commit(change)).rejects.toThrow(/approved is a symbolic link, not a directory/);
+    await expect(store.claim('judge', { keys: [ID] }, 1, 60_000)).rejects.toThrow(/\.claims is a symbolic link, not a directory/);
+    expect(readdirSync(path.join(outside, 'approved'))).toEqual([]);
+    expect(readFileSync(path.join(outside, '.claims', 'judge', ID), 'utf8')).toBe('precious');
+    const read = await store.read(ID);
+    expect(read.kind === 'found' && read.stored.version).toBe(version);
+    // And the proposals' own directory: a commit refused, never a crash of the process.
+    renameSync(path.join(store.location, 'proposals'), path.join(outside, 'proposals'));
+    symlinkSync(path.join(outside, 'proposals'), path.join(store.location, 'proposals'));
+    const before = readFileSync(path.join(outside, 'proposals', `${ID}.json`), 'utf8');
+    await expect(store.commit({ ...change, entries: [] })).rejects.toThrow(/proposals is a symbolic link, not a directory/);
+    expect(readFileSync(path.join(outside, 'proposals', `${ID}.json`), 'utf8')).toBe(before);
+  });
+
   it('never blocks on a FIFO planted as a lock, a claim or an owner file: it is taken over like a dead holder’s', { timeout: 10_000 }, async () => {
     const store = make();
     const version = await seed(store);
