@@ -220,10 +220,16 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
         record(summary, lease.key, await finishing(finish), options);
       }
     } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      // Held by another live process past the wait (a command stopped mid-commit): not a refusal
+      // of this unit, but work left for a retry, as one another run holds (SPEC §4, exit 2).
+      const held = (error as { code?: unknown } | null)?.code === 'EBUSY';
       record(
         summary,
         lease.key,
-        { outcome: 'refused', refused: true, note: `${lease.key}: ${error instanceof Error ? error.message : String(error)} — left as it was` },
+        held
+          ? { outcome: 'held_by_another_run', retry: true, note: `${lease.key}: ${message} — left for a retry (run again once that process is done)` }
+          : { outcome: 'refused', refused: true, note: `${lease.key}: ${message} — left as it was` },
         options,
       );
     } finally {

@@ -13,8 +13,9 @@ export function storeLayout(pipeline: Pipeline): StoreLayout {
   return { ledgers: pipeline.ledgers, marks, key: { field: pipeline.def.proposal.key, ledgers: keyLedgers } };
 }
 
+/** The file store in `dir`; an owner on another host holds its claims and locks for the pipeline's `claim_ttl`. */
 export function openFileStore(pipeline: Pipeline, dir: string): FileStore {
-  return new FileStore({ dir, ...storeLayout(pipeline) });
+  return new FileStore({ dir, ...storeLayout(pipeline), leaseMs: pipeline.defaults.claimTtl * 1000 });
 }
 
 /**

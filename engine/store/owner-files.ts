@@ -199,7 +199,7 @@ export class OwnerFiles {
           // the store went away; nothing left to hold
         }
       },
-      Math.max(1000, Math.floor(this.leaseMs / 3)),
+      Math.max(50, Math.floor(this.leaseMs / 3)),
     );
     this.timer.unref();
   }

@@ -19,7 +19,9 @@
 import { describe, expect, it, vi } from 'vitest';
 import { Engine } from '../../engine/engine.js';
 import { Providers } from '../../engine/providers/index.js';
+import { EXIT } from '../../engine/errors.js';
 import { runBatch, type StageRun } from '../../engine/runner/driver.js';
+import { exitCodeOfRun } from '../../engine/runner/summary.js';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
 import { runStage, stageRun } from '../../engine/stages/index.js';
 import { MemoryStore } from '../../engine/store/memory-store.js';
@@ -43,6 +45,24 @@ function recordsKind(items: readonly string[], work: StageRun<string>['work']): 
     work,
   };
 }
+
+describe('a unit another live process holds past the wait', () => {
+  it('is left for a retry and reported as held (exit 2), not refused (exit 1)', async () => {
+    const t = await testEngine();
+    const stage = t.pipeline.stages.find((each) => each.kind === 'judge')!;
+    const notes: string[] = [];
+    const kind = recordsKind(['a', 'b'], async (unit) => {
+      if (unit === 'b') throw Object.assign(new Error('b is locked by another process for over 15 s'), { code: 'EBUSY' });
+      return { outcome: 'done' };
+    });
+    const summary = await runBatch(t.engine, stage, kind, quietRun({ note: (line) => notes.push(line), heldGraceMs: 0 }));
+    expect(summary.counts).toMatchObject({ done: 1, held_by_another_run: 1 });
+    expect(summary.refused).toEqual([]);
+    expect(summary.unjudged).toEqual(['b']);
+    expect(notes).toContain('b: b is locked by another process for over 15 s — left for a retry (run again once that process is done)');
+    expect(exitCodeOfRun([summary])).toBe(EXIT.unjudged);
+  });
+});
 
 describe('a run with nothing selected', () => {
   it('makes no claim, and makes claims once there is work', async () => {

@@ -4,13 +4,15 @@
  * owner on another host holds it only for its lease.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OwnerFiles, ownerFileName } from '../../engine/store/owner-files.js';
 import { SELF } from '../../engine/store/process-identity.js';
-import { tempDir } from '../helpers.js';
+import { loadPipeline } from '../../engine/config/load.js';
+import { openFileStore } from '../../engine/store/open.js';
+import { copyPipeline, tempDir } from '../helpers.js';
 
 /** A pid no process has any more (a child that has exited). */
 function deadPid(): number {
@@ -165,5 +167,26 @@ describe('OwnerFiles', () => {
     await waiting;
     expect(second.holds(lock)).toBe(true);
     await expect(first.acquire(lock, 0)).rejects.toMatchObject({ code: 'EBUSY', message: 'lock is busy (held by another process for over 0 s)' });
+  });
+});
+
+describe("a pipeline's claim_ttl", () => {
+  it("is the lease of another host's claims in the file store the engine opens (not a fixed 5 minutes)", async () => {
+    const dir = copyPipeline();
+    const main = path.join(dir, 'pipeline.yaml');
+    writeFileSync(main, readFileSync(main, 'utf8').replace(/^defaults:\n/m, 'defaults:\n  claim_ttl: 2s\n'));
+    const pipeline = await loadPipeline(dir, { PIPELINE_CONFIG_CACHE: 'off' }, { useCache: false });
+    expect(pipeline.defaults.claimTtl).toBe(2);
+    const store = openFileStore(pipeline, path.join(tempDir(), 'store'));
+    // Another host's run claimed a proposal, and died 3 s ago: past a 2 s lease, its claim is taken.
+    const claims = path.join(store.location, '.claims', 'judge');
+    mkdirSync(claims, { recursive: true });
+    const claim = path.join(claims, '01ARZ3NDEKTSV4RRFFQ69G5FAV');
+    writeFileSync(claim, JSON.stringify({ host: `${os.hostname()}-elsewhere`, pid: 1, start: null, nonce: 'r' }));
+    const past = new Date(Date.now() - 3_000);
+    utimesSync(claim, past, past);
+    const got = await store.claim('judge', { keys: ['01ARZ3NDEKTSV4RRFFQ69G5FAV'] }, 1, 2_000);
+    expect(got.leases.map((lease) => lease.key)).toEqual(['01ARZ3NDEKTSV4RRFFQ69G5FAV']);
+    await store.release(got.leases);
   });
 });
