@@ -14,6 +14,7 @@ import { refused, type Outcome } from './outcome.js';
 import { readSecret, type SecretRead } from './secret-files.js';
 import type { AuditRow, Change, Lease, Store, Stored } from './store/types.js';
 import { isUlid, quotedNonId, ulidGenerator, type IdGenerator } from './util/ids.js';
+import { MAX_PRINT_DEPTH, nestsDeeperThan } from './util/nesting.js';
 import { DEFAULT_MAX_FIELD_BYTES, keyTooLong, overCap, oversizeField } from './util/text-size.js';
 import { formatTimestamp, systemClock, type Clock } from './util/time.js';
 
@@ -156,6 +157,15 @@ export class Engine {
       stored = again.stored;
     }
     const { id, proposal } = stored;
+    // A file nested past what any proposal holds (hand-made) would overflow the stack of every copy
+    // a decision makes: refused by id, never an internal error.
+    if (nestsDeeperThan(proposal, MAX_PRINT_DEPTH))
+      return refused(
+        'schema_invalid',
+        `${id} (${String(proposal['status'])}) nests more than ${MAX_PRINT_DEPTH} levels deep; nothing was written`,
+        undefined,
+        id,
+      );
     const early = options.before?.(stored);
     if (early) return { kind: 'refused', id, code: early.code, message: early.message, ...(early.details ? { details: early.details } : {}) };
     const now = this.now();

@@ -20,6 +20,7 @@ import { malformedFileNote, refused, type Outcome } from '../outcome.js';
 import type { AuditRow, EntryWrite, Lease, LedgerWrite, Stored } from '../store/types.js';
 import { cloneJson } from '../util/clone.js';
 import { getPath, hasPath, isObject, setPath } from '../util/json-path.js';
+import { MAX_PRINT_DEPTH, nestsDeeperThan } from '../util/nesting.js';
 import { listWords } from '../util/suggest.js';
 import { judgeStagesInto, verdictField } from './judge-config.js';
 import { planFor } from './judge.js';
@@ -147,6 +148,12 @@ export async function planPromotion(
   const status = String(proposal['status']);
   const outcome = outcomeFor(stage, status);
   const warnings: string[] = [];
+  if (nestsDeeperThan(proposal, MAX_PRINT_DEPTH))
+    return {
+      ok: false,
+      outcome: refused('schema_invalid', `${id} (${status}) nests more than ${MAX_PRINT_DEPTH} levels deep; it was not promoted`, undefined, id),
+      warnings,
+    };
   if (!outcome)
     return {
       ok: false,

@@ -3,6 +3,7 @@
  * of levels deep is reported by id (one line on stderr) and the rest is listed, exit code unchanged;
  * a status named like a member of Object.prototype is reported as written and counted nowhere.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { displayField } from '../../engine/cli/display.js';
@@ -69,6 +70,33 @@ describe(`a proposal nested ${DEPTH} levels deep`, () => {
       expect(show.stderr).toBe(`refused: ${DEEP}: the proposal nests more than ${MAX_PRINT_DEPTH} levels deep and cannot be shown; it is left as it is\n`);
     }
     expect((await runIn(['show', GOOD], env)).code).toBe(0);
+  });
+
+  it('review and pool commands refuse it by id and status, writing nothing, never an internal error', async () => {
+    const env = deepStore();
+    const file = path.join(env['PIPELINE_STORE']!, 'proposals', `${DEEP}.json`);
+    const before = readFileSync(file, 'utf8');
+    for (const args of [
+      ['pass', DEEP, 'not mine'],
+      ['confirm', DEEP, '--visibility', 'org'],
+      ['unpass', DEEP],
+    ]) {
+      const ran = await runIn(args, env);
+      expect(ran.code).toBe(1);
+      expect(ran.stderr).toBe(`refused: ${DEEP} (pending) nests more than ${MAX_PRINT_DEPTH} levels deep; nothing was written\n`);
+    }
+    writeFileSync(file, before.replace('"status":"pending"', '"status":"approved"').replace('"deep":', '"promoted_at":"2026-11-02T00:00:00Z","deep":'));
+    const approved = readFileSync(file, 'utf8');
+    for (const args of [
+      ['pool', 'outcome', DEEP, 'hit'],
+      ['pool', 'archive', DEEP],
+    ]) {
+      const ran = await runIn(args, env);
+      expect(ran.code).toBe(1);
+      expect(ran.stderr).toContain(`${DEEP} (approved) nests more than ${MAX_PRINT_DEPTH} levels deep; nothing was written`);
+      expect(ran.stderr).not.toMatch(/internal error/);
+    }
+    expect(readFileSync(file, 'utf8')).toBe(approved);
   });
 
   it('the walk shows a field nested too deep as a note, not a crash', () => {
