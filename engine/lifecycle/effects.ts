@@ -7,7 +7,7 @@
 import type { Operation } from '../config/types.js';
 import { evaluate, operatorOf } from '../expr/evaluate.js';
 import { cloneJson } from '../util/clone.js';
-import { getPath, hasPath, isObject, removePath, setPath } from '../util/json-path.js';
+import { countFrom, getPath, hasPath, isObject, removePath, setPath } from '../util/json-path.js';
 
 export type Proposal = Record<string, unknown>;
 
@@ -56,10 +56,9 @@ export function applyOperations(proposal: Proposal, operations: readonly Operati
     } else if (op.remove !== undefined) {
       removePath(next, op.remove);
     } else if (op.increment !== undefined) {
-      // An absent counter is 0; a counter never goes below 0 (a guard refuses that first).
-      const current = getPath(next, op.increment);
-      const base = typeof current === 'number' && Number.isFinite(current) ? current : 0;
-      setPath(next, op.increment, Math.max(0, base + (op.by ?? 1)));
+      // An absent counter is 0, as is one that is not a whole number ≥ 0 (read the same by the pool:
+      // `countFrom`); a counter never goes below 0 (a guard refuses that first).
+      setPath(next, op.increment, Math.max(0, countFrom(getPath(next, op.increment)) + (op.by ?? 1)));
     } else if (op.move !== undefined) {
       // `to` is typed with set's any value; the load checks a move's is a collection name.
       moves.push({ from: op.move, to: String(op.to) });

@@ -2,14 +2,13 @@
  * From a proposal to the row the pool ranks (the fields named in `pool.fields`). Pure.
  */
 import type { Proposal } from '../lifecycle/effects.js';
-import { getPath } from '../util/json-path.js';
+import { countFrom, getPath } from '../util/json-path.js';
 import type { PoolConfig } from './config.js';
 import type { PoolRow } from './ranking.js';
 
-/** A counter as the pool reads it: absent (or anything but a non-negative number) is 0. */
+/** A counter as the pool reads it, and as `increment` counts on from it: absent, or anything but a whole number ≥ 0, is 0. */
 export function counterOf(proposal: Proposal, path: string): number {
-  const value = getPath(proposal, path);
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0;
+  return countFrom(getPath(proposal, path));
 }
 
 function strings(value: unknown): string[] {

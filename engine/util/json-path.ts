@@ -57,6 +57,14 @@ export function removePath(root: Record<string, unknown>, path: string): void {
   if (isObject(parent)) delete parent[last];
 }
 
+/**
+ * A counter's value (a field an `increment` effect keeps): a whole number ≥ 0, else 0 — what a
+ * hand edit left there (-5, 1.5, "3") counts as none, the same wherever it is read or counted on.
+ */
+export function countFrom(value: unknown): number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : 0;
+}
+
 /** Structural equality of JSON values, key order included (it decides file bytes). */
 export function jsonEqual(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);

@@ -3,7 +3,7 @@
  * `top` and `prune` — what each writes, what each prints, and every bad input refused with exit 1,
  * naming what is wrong (and the proposal's status), writing nothing.
  */
-import { existsSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { poolOf, recordOutcome } from '../../engine/pool/pool.js';
@@ -41,6 +41,19 @@ async function refusedWritingNothing(args: string[], message: RegExp, env: Recor
 }
 
 describe('pool outcome', () => {
+  it('counts on from a counter a hand edit left negative or fractional as the pool ranks it (0): no outcome is lost', async () => {
+    for (const bad of [-5, 1.5, '3']) {
+      const id = await t.inUse();
+      const file = entry('proposals', id);
+      writeFileSync(file, `${JSON.stringify({ ...proposalJson(t.storeDir, id), hit_count: bad }, null, 2)}\n`);
+      const top = JSON.parse((await pool(t.storeDir, ['top', '--json', '--k', '50'])).stdout) as { id: string; hit_count: number }[];
+      expect(top.find((row) => row.id === id)?.hit_count).toBe(0);
+      const hit = await pool(t.storeDir, ['outcome', id, 'hit']);
+      expect(hit).toMatchObject({ code: 0, stdout: `${id} hit recorded: 1 hit, 0 misses\n` });
+      expect(proposalJson(t.storeDir, id)['hit_count']).toBe(1);
+    }
+  });
+
   it('counts hits and misses on the proposal, stamps last_outcome_at, and records result, consumer and session in the audit row', async () => {
     const id = await t.inUse();
     const entryBefore = readFileSync(entry('approved', id));
