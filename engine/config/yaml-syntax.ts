@@ -184,6 +184,17 @@ export function describeSyntax(text: string, errors: readonly YAMLError[], posit
       out.push(duplicateKey(lines, at));
       continue;
     }
+    // The parser ran out of stack on brackets or blocks nested thousands deep: say that, not the
+    // engine's own words for it, nor a hint about indentation.
+    if (/Maximum call stack size exceeded/.test(error.message)) {
+      out.push({
+        ...at,
+        code: 'config.yaml_too_deep',
+        message: 'nested too deep to read (thousands of levels of brackets or blocks)',
+        hint: 'no configuration nests more than a few levels',
+      });
+      break;
+    }
     const hint = 'YAML reads its structure from indentation, quotes and brackets: check this line and the one above it';
     out.push(explain(lines, error, at) ?? { ...at, code: 'config.yaml_syntax', message: parserWords(error), hint });
     break;

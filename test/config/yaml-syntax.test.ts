@@ -132,3 +132,15 @@ describe('pipeline validate on a broken file', () => {
     `);
   });
 });
+
+describe('brackets nested thousands deep', () => {
+  it('are said to be nested too deep, at the line, never with the parser’s stack overflow or a hint about indentation', () => {
+    const issues = parseSource('rubrics/x.yaml', `id: x\nextra: ${'['.repeat(20_000)}${']'.repeat(20_000)}\n`).issues;
+    expect(issues.map(formatIssue)).toEqual([
+      'rubrics/x.yaml:2:' +
+        String(issues[0]?.col) +
+        ': nested too deep to read (thousands of levels of brackets or blocks)\n  hint: no configuration nests more than a few levels',
+    ]);
+    expect(issues[0]!.line).toBe(2);
+  });
+});
