@@ -18,7 +18,7 @@ import { PIPELINE_FILE } from './locate.js';
 import { prebuildSchemas } from './prebuild.js';
 import { readConfigTexts, takeParsed, type ConfigTexts } from './read.js';
 import { SchemaRegistry } from './schema-registry.js';
-import { issueAt, type SourceFile } from './source.js';
+import { issueAt, parseSource, type SourceFile } from './source.js';
 import type { MachineDef, PipelineDef, Rubric, StageDef } from './types.js';
 import { checkUsable, keyVariablesInUse, unusedProviderTolerance } from './usable.js';
 import { checkYamlFile, type CheckedFile } from './validate-file.js';
@@ -69,23 +69,47 @@ function registerSchemas(registry: SchemaRegistry, def: PipelineDef, texts: Conf
       issues.push({ code: 'config.schema_invalid', severity: 'error', file: relative, line: 1, col: 1, message: 'a JSON Schema file must hold an object' });
       continue;
     }
+    // JSON.parse keeps the last of a key given twice, silently: a second `"required": []` would
+    // empty the first. The same text read as YAML (JSON is YAML) gives every key's position, and
+    // names a key given twice.
+    const positioned = parseSource(relative, text);
+    const twice = positioned.issues.filter((issue) => issue.code === 'config.yaml_duplicate_key');
+    if (twice.length) {
+      issues.push(...twice);
+      continue;
+    }
     const id = typeof schema['$id'] === 'string' ? (schema['$id'] as string) : path.basename(relative);
     try {
       const withId = typeof schema['$id'] === 'string' ? schema : { ...schema, $id: id };
       registry.addNamed(name, id, withId);
       out.push({ name, id, file: relative, schema: withId });
     } catch (error) {
-      issues.push({
-        code: 'config.schema_invalid',
-        severity: 'error',
-        file: relative,
-        line: 1,
-        col: 1,
-        message: `invalid JSON Schema: ${(error as Error).message}`,
-      });
+      issues.push(schemaProblem(registry, relative, schema, positioned.issues.length ? undefined : positioned.source, error as Error));
     }
   }
   return out;
+}
+
+/**
+ * A schema that is not a valid JSON Schema, at the keyword that is wrong: the meta-schema's first
+ * complaint, placed by its path in the file (line 1 when the text cannot be placed).
+ */
+function schemaProblem(registry: SchemaRegistry, file: string, schema: Record<string, unknown>, source: SourceFile | undefined, error: Error): Issue {
+  const fallback: Issue = { code: 'config.schema_invalid', severity: 'error', file, line: 1, col: 1, message: `invalid JSON Schema: ${error.message}` };
+  if (!source) return fallback;
+  try {
+    if (registry.ajv.validateSchema(schema) !== false) return fallback;
+  } catch {
+    return fallback;
+  }
+  const first = registry.ajv.errors?.[0];
+  if (!first) return fallback;
+  const at = first.instancePath
+    .split('/')
+    .slice(1)
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'));
+  // ajv's words, whole (every alternative it tried), at the first keyword it names.
+  return issueAt(source, at, 'config.schema_invalid', fallback.message);
 }
 
 export interface BuildOptions {

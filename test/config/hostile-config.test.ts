@@ -208,3 +208,23 @@ describe('review arguments as a command line gives them', () => {
     expect([...GLOBAL_OPTION_NAMES].sort()).toEqual(Object.keys(GLOBAL_OPTIONS).sort());
   });
 });
+
+describe('a JSON Schema file', () => {
+  it('with a key given twice is an error at the second (JSON.parse would keep the last, silently)', async () => {
+    const text = await loadEdited('schemas/confirmed-proposal.schema.json', (json) => json.replace('"properties": {', '"required": [],\n  "properties": {'));
+    const line = lineOf('schemas/confirmed-proposal.schema.json', '"required"');
+    expect(text).toEqual([
+      `schemas/confirmed-proposal.schema.json:${line + 1}:3: key "required" appears twice in the same map (first on line ${line})\n  hint: keep one of them`,
+    ]);
+  });
+
+  it('that breaks the meta-schema is an error at the keyword, in ajv’s words', async () => {
+    const text = await loadEdited('schemas/confirmed.schema.json', (json) => json.replace('"type": "object",', '"type": "objekt",'));
+    const line = lineOf('schemas/confirmed.schema.json', '"type": "object",');
+    expect(text).toEqual([
+      expect.stringMatching(
+        new RegExp(`^schemas/confirmed\\.schema\\.json:${line}:11: invalid JSON Schema: .*type must be equal to one of the allowed values`),
+      ),
+    ]);
+  });
+});

@@ -19,10 +19,12 @@ describe('pipeline.yaml on a build with every check', () => {
     const { pipeline, config, issues } = buildPipeline(ROOT, texts, {}, validators, { full: true });
     expect(issues.filter((issue) => issue.severity === 'error')).toEqual([]);
     expect(pipeline).toBeDefined();
-    // Every YAML file once: pipeline.yaml, the machine, the stages and the rubrics (the JSON Schemas are not YAML).
+    // Every file once: pipeline.yaml, the machine, the stages and the rubrics; and each JSON Schema,
+    // read as YAML too for the positions of its keys (a key given twice, a keyword that is wrong).
     const yamlFiles = config!.files.filter((file) => file.endsWith('.yaml'));
+    const schemaFiles = config!.files.filter((file) => file.endsWith('.json'));
     expect(yamlFiles).toContain('pipeline.yaml');
-    expect(sourceParses.count - before).toBe(yamlFiles.length);
+    expect(sourceParses.count - before).toBe(yamlFiles.length + schemaFiles.length);
   });
 
   it('hands that parse over once, and only for the same text', () => {
