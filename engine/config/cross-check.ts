@@ -3,6 +3,7 @@
  * ledgers and providers; guards and effects exist; every state is reachable; review commands do
  * not shadow built-in commands. Pure: returns positioned issues (and warnings).
  */
+import path from 'node:path';
 import type { Issue } from '../errors.js';
 import { checkExpression, type ExprRules } from '../expr/check.js';
 import { checkPool } from '../pool/config.js';
@@ -82,13 +83,34 @@ export function crossCheck(context: Context): Issue[] {
   checkRubrics(context, out);
   if (context.def.pool && context.sources.pipeline) {
     const source = context.sources.pipeline;
-    out.issues.push(...checkPool(context.def.pool, context.machine, (path, code, message, hint) => issueAt(source, path, code, message, hint)));
+    out.issues.push(
+      ...checkPool(context.def.pool, context.machine, (at, code, message, hint) => issueAt(source, at, code, message, hint), collectionsOf(context)),
+    );
   }
   return out.issues;
 }
 
+/** The collections of entries the pipeline writes or moves: what promote stages write, and every move's from and to. */
+function collectionsOf({ machine, stages }: Context): string[] {
+  const written = stages.flatMap((stage) =>
+    stage.kind === 'promote' ? Object.values(stage.outcomes).flatMap((outcome) => (outcome.write ? [outcome.write] : [])) : [],
+  );
+  const moved = Object.values(machine.effects ?? {}).flatMap((operations) =>
+    operations.flatMap((op) => (op.move !== undefined ? [op.move, ...(typeof op.to === 'string' ? [op.to] : [])] : [])),
+  );
+  return [...new Set([...written, ...moved])];
+}
+
 function checkPipeline({ def, schemas, sources }: Context, out: Collector): void {
   const main = sources.pipeline;
+  // Two ledgers in one file would read each other's rows as their own (a `once` check, a rescore).
+  const byFile = new Map<string, string>();
+  for (const [name, file] of Object.entries(def.ledgers ?? {})) {
+    const other = byFile.get(path.normalize(file));
+    if (other !== undefined)
+      out.error(main, ['ledgers', name], 'config.ledger_file', `ledgers "${other}" and "${name}" are both ${file}`, 'give each ledger a file of its own');
+    else byFile.set(path.normalize(file), name);
+  }
   for (const [name, file] of Object.entries(def.ledgers ?? {})) {
     if (name === 'events' || file === 'events.jsonl')
       out.error(

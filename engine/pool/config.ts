@@ -83,7 +83,13 @@ export function resolvePool(def: PoolDef, machine: MachineDef): PoolConfig {
  * K fits under its cap; `show` keys do not shadow the fixed ones; receipts are not a reserved name.
  * `issueAt` places an issue at a path of pipeline.yaml.
  */
-export function checkPool(def: PoolDef, machine: MachineDef, issueAt: (path: string[], code: string, message: string, hint?: string) => Issue): Issue[] {
+export function checkPool(
+  def: PoolDef,
+  machine: MachineDef,
+  issueAt: (path: string[], code: string, message: string, hint?: string) => Issue,
+  /** The collections of entries the pipeline writes or moves (receipts are not kept among entries). */
+  collections: readonly string[] = [],
+): Issue[] {
   const issues: Issue[] = [];
   const at = (path: string[], code: string, message: string, hint?: string) => issues.push(issueAt(['pool', ...path], code, message, hint));
   const states = Object.keys(machine.states);
@@ -120,6 +126,13 @@ export function checkPool(def: PoolDef, machine: MachineDef, issueAt: (path: str
   const receipts = def.prune?.receipts;
   if (receipts !== undefined && ['proposals', 'cache'].includes(receipts)) {
     at(['prune', 'receipts'], 'config.collection', `"${receipts}" is reserved by the store`);
+  } else if (receipts !== undefined && collections.includes(receipts)) {
+    at(
+      ['prune', 'receipts'],
+      'config.collection',
+      `"${receipts}" holds the pool's entries: a receipt there would be read as one`,
+      'keep receipts in a directory of their own, e.g. prune-receipts',
+    );
   }
   return issues;
 }

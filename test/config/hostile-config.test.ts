@@ -228,3 +228,17 @@ describe('a JSON Schema file', () => {
     ]);
   });
 });
+
+describe('where a store keeps things', () => {
+  it('refuses prune receipts kept among the pool entries, and two ledgers in one file', async () => {
+    const receipts = await loadEdited('pipeline.yaml', (yaml) => yaml.replace('receipts: prune-receipts', 'receipts: approved'));
+    expect(receipts).toEqual([
+      expect.stringMatching(
+        /^pipeline\.yaml:\d+:\d+: "approved" holds the pool's entries: a receipt there would be read as one\n  hint: keep receipts in a directory of their own, e.g. prune-receipts$/,
+      ),
+    ]);
+    const line = lineOf('pipeline.yaml', '  passed: passed.jsonl');
+    const shared = await loadEdited('pipeline.yaml', (yaml) => yaml.replace('  passed: passed.jsonl', '  passed: declined.jsonl'));
+    expect(shared).toEqual([`pipeline.yaml:${line}:11: ledgers "declined" and "passed" are both declined.jsonl\n  hint: give each ledger a file of its own`]);
+  });
+});
