@@ -242,3 +242,20 @@ describe('where a store keeps things', () => {
     expect(shared).toEqual([`pipeline.yaml:${line}:11: ledgers "declined" and "passed" are both declined.jsonl\n  hint: give each ledger a file of its own`]);
   });
 });
+
+describe('shapes a person gets wrong', () => {
+  it('a duration in hours is told what a duration is, not a regular expression', async () => {
+    const line = lineOf('pipeline.yaml', '  timeout: 60s');
+    expect(await loadEdited('pipeline.yaml', (yaml) => yaml.replace('  timeout: 60s', '  timeout: 1h'))).toEqual([
+      `pipeline.yaml:${line}:12: timeout "1h": a duration is a number of seconds or a string like 500ms, 30s or 2m (no h: 1h is 60m)`,
+    ]);
+  });
+
+  it('an effect of no known shape lists every shape, increment and move included', async () => {
+    const text = await loadEdited('machines/lesson.yaml', (yaml) =>
+      yaml.replace('    - { set: passed_at, to: { $now: true } }\n', '    - { set: passed_at, to: { $now: true } }\n    - { sett: x }\n'),
+    );
+    expect(text.join('\n')).toContain('{increment, by?}');
+    expect(text.join('\n')).toContain('{move, to}');
+  });
+});
