@@ -1,6 +1,6 @@
 /** Shared test helpers: temp directories, the shipped pipeline over a temp store, a fixed clock. */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, cpSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, cpSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -80,6 +80,19 @@ export function copyPipeline(): string {
   const dir = tempDir('pipeline-copy-');
   for (const entry of ['pipeline.yaml', 'machines', 'stages', 'rubrics', 'schemas', 'examples'])
     cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
+  return dir;
+}
+
+/** A copy of the shipped pipeline with `edits` (file → text → text) applied; each must change its file. */
+export function editedPipeline(edits: Record<string, (text: string) => string>): string {
+  const dir = copyPipeline();
+  for (const [file, edit] of Object.entries(edits)) {
+    const full = path.join(dir, file);
+    const before = readFileSync(full, 'utf8');
+    const after = edit(before);
+    if (after === before) throw new Error(`the edit of ${file} changed nothing`);
+    writeFileSync(full, after);
+  }
   return dir;
 }
 

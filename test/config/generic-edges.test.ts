@@ -11,20 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { evaluate } from '../../engine/expr/evaluate.js';
 import { promote } from '../../engine/stages/promote.js';
 import { runIn } from '../cli/memory-io.js';
-import { copyPipeline, proposalInput, proposalJson, storedOf, tempDir, testEngine } from '../helpers.js';
-
-/** A copy of the shipped pipeline with `edits` (file → text → text) applied. */
-function edited(edits: Record<string, (text: string) => string>): string {
-  const dir = copyPipeline();
-  for (const [file, edit] of Object.entries(edits)) {
-    const full = path.join(dir, file);
-    const before = readFileSync(full, 'utf8');
-    const after = edit(before);
-    if (after === before) throw new Error(`the edit of ${file} changed nothing`);
-    writeFileSync(full, after);
-  }
-  return dir;
-}
+import { copyPipeline, editedPipeline, proposalInput, proposalJson, storedOf, tempDir, testEngine } from '../helpers.js';
 
 async function proposed(dir: string, store: string): Promise<string> {
   const created = await runIn(['--dir', dir, '--store', store, 'propose', '-'], {}, { input: JSON.stringify(proposalInput()) });
@@ -34,7 +21,7 @@ async function proposed(dir: string, store: string): Promise<string> {
 
 describe('an event named like a property every object inherits', () => {
   it('"constructor" is an event like any other: it validates, and a review command takes a proposal through it', async () => {
-    const dir = edited({
+    const dir = editedPipeline({
       'machines/lesson.yaml': (yaml) =>
         yaml.replace('      unconfirm:\n        target: pending\n', '      constructor:\n        target: pending\n      unconfirm:\n        target: pending\n'),
       'stages/review.yaml': (yaml) => yaml.replace('  defer:\n', '  takeback:\n    event: constructor\n  defer:\n'),
@@ -51,7 +38,7 @@ describe('an event named like a property every object inherits', () => {
 
 describe('review arguments of a declared type', () => {
   const dir = () =>
-    edited({
+    editedPipeline({
       'stages/review.yaml': (yaml) =>
         yaml.replace(
           "      reason: { type: string, description: 'why, in a few words', examples: [not worth sharing] }\n",

@@ -15,15 +15,10 @@ import { formatIssue } from '../../engine/errors.js';
 import { GLOBAL_OPTION_NAMES } from '../../engine/config/cross-check.js';
 import { GLOBAL_OPTIONS } from '../../engine/cli/args.js';
 import { setPath } from '../../engine/util/json-path.js';
-import { copyPipeline, ROOT } from '../helpers.js';
+import { editedPipeline, ROOT } from '../helpers.js';
 
 async function loadEdited(file: string, edit: (text: string) => string, env: Record<string, string | undefined> = {}): Promise<string[]> {
-  const dir = copyPipeline();
-  const full = path.join(dir, file);
-  const before = readFileSync(full, 'utf8');
-  const after = edit(before);
-  if (after === before) throw new Error(`the edit of ${file} changed nothing`);
-  writeFileSync(full, after);
+  const dir = editedPipeline({ [file]: edit });
   const { issues } = buildPipeline(dir, readConfigTexts(dir, env), env, await configValidators(), { full: true });
   return issues.map(formatIssue);
 }
@@ -170,7 +165,7 @@ describe('a judge stage whose verdicts lead apart', () => {
     expect(same).toEqual([
       `stages/judge.yaml:${line}:32: pass and fail are both "approve": a failing verdict would lead where a passing one does ("approved")\n  hint: give fail an event that leads to another state (e.g. reject → rejected)`,
     ]);
-    const converging = await loadEdited('machines/lesson.yaml', (yaml) => yaml.replace(/(      reject:\n        target: )rejected/, '$1approved'));
+    const converging = await loadEdited('machines/lesson.yaml', (yaml) => yaml.replace(/( {6}reject:\n {8}target: )rejected/, '$1approved'));
     expect(converging).toContainEqual(
       expect.stringMatching(
         /^stages\/judge\.yaml:\d+:32: "approve" and "reject" both lead from "confirmed" to "approved": a failing verdict would lead where a passing one does\n/,
@@ -234,7 +229,7 @@ describe('where a store keeps things', () => {
     const receipts = await loadEdited('pipeline.yaml', (yaml) => yaml.replace('receipts: prune-receipts', 'receipts: approved'));
     expect(receipts).toEqual([
       expect.stringMatching(
-        /^pipeline\.yaml:\d+:\d+: "approved" holds the pool's entries: a receipt there would be read as one\n  hint: keep receipts in a directory of their own, e.g. prune-receipts$/,
+        /^pipeline\.yaml:\d+:\d+: "approved" holds the pool's entries: a receipt there would be read as one\n {2}hint: keep receipts in a directory of their own, e.g. prune-receipts$/,
       ),
     ]);
     const line = lineOf('pipeline.yaml', '  passed: passed.jsonl');

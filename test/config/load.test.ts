@@ -10,7 +10,7 @@ import { buildPipeline } from '../../engine/config/build.js';
 import { readConfigTexts } from '../../engine/config/read.js';
 import { formatIssue } from '../../engine/errors.js';
 import { ORG_RUBRIC, PUBLIC_RUBRIC } from '../fixtures/rubrics.js';
-import { copyPipeline, ROOT } from '../helpers.js';
+import { copyPipeline, editedPipeline, ROOT } from '../helpers.js';
 
 async function load(dir: string, env: Record<string, string | undefined> = {}) {
   const { pipeline, issues } = buildPipeline(dir, readConfigTexts(dir, env), env, await configValidators(), { full: true });
@@ -19,15 +19,7 @@ async function load(dir: string, env: Record<string, string | undefined> = {}) {
 
 /** A copy of the shipped pipeline with `file` edited by `edit`; the loaded issues as text. */
 async function withEdit(edits: Record<string, (text: string) => string>, env: Record<string, string | undefined> = {}) {
-  const dir = copyPipeline();
-  for (const [file, edit] of Object.entries(edits)) {
-    const full = path.join(dir, file);
-    const before = readFileSync(full, 'utf8');
-    const after = edit(before);
-    if (after === before) throw new Error(`the edit of ${file} changed nothing`);
-    writeFileSync(full, after);
-  }
-  return load(dir, env);
+  return load(editedPipeline(edits), env);
 }
 
 const lineOf = (file: string, needle: string) =>

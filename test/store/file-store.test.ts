@@ -52,6 +52,17 @@ async function seed(store: Store): Promise<string> {
   return result.ok ? result.version : '';
 }
 
+/** The proposal approved and promoted at `version`: a commit that writes a pool entry. */
+function approvedWithEntry(version: string) {
+  return {
+    id: ID,
+    version,
+    next: { ...pending, status: 'approved', promoted_at: '2026-11-02T00:00:00Z' },
+    audit: [{ ...created, event: 'approve', from: 'pending', to: 'approved' }],
+    entries: [{ op: 'put' as const, collection: 'approved', id: ID, entry: { id: ID } }],
+  };
+}
+
 async function all<T>(items: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
   for await (const item of items) out.push(item);
@@ -579,13 +590,7 @@ describe('file store: nothing outside the store, nothing that blocks', () => {
     const version = await seed(store);
     const outside = tempDir('pipeline-outside-');
     symlinkSync(outside, path.join(store.location, 'approved'));
-    const change = {
-      id: ID,
-      version,
-      next: { ...pending, status: 'approved', promoted_at: '2026-11-02T00:00:00Z' },
-      audit: [{ ...created, event: 'approve', from: 'pending', to: 'approved' }],
-      entries: [{ op: 'put' as const, collection: 'approved', id: ID, entry: { id: ID } }],
-    };
+    const change = approvedWithEntry(version);
     await expect(store.commit(change)).rejects.toThrow(/approved is a symbolic link, not a directory; the store does not read or write through it/);
     const read = await store.read(ID);
     expect(read.kind === 'found' && read.stored.version).toBe(version);
@@ -608,13 +613,7 @@ describe('file store: nothing outside the store, nothing that blocks', () => {
     }
     // A file planted where a claim would go: taking it over would remove it.
     writeFileSync(path.join(outside, '.claims', 'judge', ID), 'precious');
-    const change = {
-      id: ID,
-      version,
-      next: { ...pending, status: 'approved', promoted_at: '2026-11-02T00:00:00Z' },
-      audit: [{ ...created, event: 'approve', from: 'pending', to: 'approved' }],
-      entries: [{ op: 'put' as const, collection: 'approved', id: ID, entry: { id: ID } }],
-    };
+    const change = approvedWithEntry(version);
     await expect(store.commit(change)).rejects.toThrow(/approved is a symbolic link, not a directory/);
     await expect(store.claim('judge', { keys: [ID] }, 1, 60_000)).rejects.toThrow(/\.claims is a symbolic link, not a directory/);
     expect(readdirSync(path.join(outside, 'approved'))).toEqual([]);
