@@ -12,7 +12,7 @@
 import path from 'node:path';
 import type { AuditRow, LedgerWrite } from './types.js';
 import { fsyncDir, unlinkQuietly } from '../util/atomic-write.js';
-import { appendDurably, parseJsonLines, readRegular } from './files.js';
+import { appendDurably, isRealDirectory, parseJsonLines, readRegular } from './files.js';
 import { isObject } from '../util/json-path.js';
 
 /** A collection of pool entries (a directory of the store): the store refuses any other name. */
@@ -59,6 +59,11 @@ export class Journal {
     removeAtExit(this);
   }
 
+  /** Remove this journal — only from the store's own directory, never through a link swapped in for it. */
+  private remove(): void {
+    if (isRealDirectory(this.dir)) unlinkQuietly(this.file);
+  }
+
   /** Append an intent and wait until it is durable. Call `done()` once the commit is applied. */
   async write(intent: Intent): Promise<void> {
     this.inFlight++;
@@ -86,7 +91,7 @@ export class Journal {
     if (!applied) this.unfinished = true;
     // Every intent in the file is applied and durable: the journal can start afresh.
     if (this.inFlight === 0 && !this.unfinished && this.bytes > ROTATE_BYTES) {
-      unlinkQuietly(this.file);
+      this.remove();
       this.bytes = 0;
       this.created = false;
     }
@@ -94,7 +99,7 @@ export class Journal {
 
   /** At a clean exit: remove the journal when no commit is half-applied (else it is replayed). */
   closeAtExit(): void {
-    if (this.inFlight === 0 && !this.unfinished) unlinkQuietly(this.file);
+    if (this.inFlight === 0 && !this.unfinished) this.remove();
   }
 }
 

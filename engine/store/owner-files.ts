@@ -15,10 +15,10 @@
  * a killed run's proposals locked for the stale period; checking the owner's pid frees them at
  * once.
  */
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, renameSync, statSync, utimesSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, statSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 import { unlinkQuietly, writeAll } from '../util/atomic-write.js';
-import { readRegular } from './files.js';
+import { isRealDirectory, readRegular } from './files.js';
 import { isAlive, newIdentity, SELF, type ProcessIdentity } from './process-identity.js';
 
 /** Default lease of an owner on another host (SPEC §11 `claim_ttl`, 5 min). */
@@ -57,17 +57,27 @@ function readOwner(file: string): Partial<ProcessIdentity> | null | undefined {
   }
 }
 
-const ownFiles = new Set<string>();
+/**
+ * Remove `file` only while it is still the inode `own` names: a file put in its place since, or one
+ * found where a directory of the store was swapped for a link to another, is never removed.
+ */
+function removeIfOwn(file: string, own: { dev: number; ino: number }): void {
+  const stat = lstatSync(file, { throwIfNoEntry: false });
+  if (stat?.isFile() && stat.ino === own.ino && stat.dev === own.dev) unlinkQuietly(file);
+}
+
+const ownFiles = new Map<string, { dev: number; ino: number }>();
 /** One exit hook for every store this process opened: a clean exit leaves no owner file behind. */
-function removeAtExit(file: string): void {
-  if (ownFiles.size === 0) process.once('exit', () => ownFiles.forEach(unlinkQuietly));
-  ownFiles.add(file);
+function removeAtExit(file: string, own: { dev: number; ino: number }): void {
+  if (ownFiles.size === 0) process.once('exit', () => ownFiles.forEach((identity, name) => removeIfOwn(name, identity)));
+  ownFiles.set(file, own);
 }
 
 /** The process's owner files, one per store directory (hard links cannot cross file systems). */
 export class OwnerFiles {
   private file: string | undefined;
   private ino = -1;
+  private dev = -1;
   /** This handle's identity: the process's, with a nonce of its own. */
   readonly identity: ProcessIdentity = newIdentity();
   private holding = 0;
@@ -97,8 +107,10 @@ export class OwnerFiles {
     }
     renameSync(temp, file);
     this.file = file;
-    this.ino = statSync(file).ino;
-    removeAtExit(file);
+    const stat = statSync(file);
+    this.ino = stat.ino;
+    this.dev = stat.dev;
+    removeAtExit(file, { dev: stat.dev, ino: stat.ino });
     return file;
   }
 
@@ -173,11 +185,13 @@ export class OwnerFiles {
     this.renewWhileHolding();
     let released = false;
     return {
-      // Nobody takes over the file of a live owner, so it is still ours to remove.
+      // Nobody takes over the file of a live owner, so it is still ours to remove — while it is
+      // our link (a review swapped the claims' directory for a link mid-run, with files named
+      // like the claims in the other one: a release removed them).
       release: async () => {
         if (released) return;
         released = true;
-        unlinkQuietly(file);
+        removeIfOwn(file, { dev: this.dev, ino: this.ino });
         if (--this.holding === 0 && this.timer) {
           clearInterval(this.timer);
           this.timer = undefined;
@@ -194,7 +208,7 @@ export class OwnerFiles {
       () => {
         try {
           const now = new Date();
-          utimesSync(file, now, now);
+          if (this.isOwn(file)) utimesSync(file, now, now);
         } catch {
           // the store went away; nothing left to hold
         }
@@ -204,9 +218,15 @@ export class OwnerFiles {
     this.timer.unref();
   }
 
+  /** Is `file` still this process's owner inode (not one found through a directory swapped for a link)? */
+  private isOwn(file: string): boolean {
+    const stat = lstatSync(file, { throwIfNoEntry: false });
+    return stat?.isFile() === true && stat.ino === this.ino && stat.dev === this.dev;
+  }
+
   /** Renew now (a caller about to start a long call may want a fresh lease). */
   renew(): void {
-    if (!this.file) return;
+    if (!this.file || !this.isOwn(this.file)) return;
     const now = new Date();
     try {
       utimesSync(this.file, now, now);
@@ -252,12 +272,15 @@ export class OwnerFiles {
   sweep(): number {
     let removed = 0;
     let names: string[];
+    // Only in the store's own directory: never through a link swapped in for it.
+    if (!isRealDirectory(this.dir)) return 0;
     try {
       names = readdirSync(this.dir);
     } catch {
       return 0;
     }
     for (const name of names) {
+      if (!isRealDirectory(this.dir)) break;
       const file = path.join(this.dir, name);
       if (file === this.file) continue;
       const owner = readOwner(file);

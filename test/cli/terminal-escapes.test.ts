@@ -41,6 +41,15 @@ describe('escapeTerminal', () => {
     const json = escapeJsonText(JSON.stringify({ claim: hidden }));
     expect(json).toMatch(/^[\x20-\x7e]*$/);
     expect(JSON.parse(json)).toEqual({ claim: hidden });
+    // Variation selectors, one a byte (a review hid a sentence in them), and other fillers; an
+    // emoji's own presentation selector (❤️) stays, a run of them does not.
+    const bytes = [...'IGNORE'].map((letter) => String.fromCodePoint(0xe0100 + letter.charCodeAt(0) - 16)).join('');
+    const selectors = `Upgrade${bytes}\ufe00\ufe0f\ufe0e pnpm\u3164\u206a\u034f\ufe01`;
+    const shown = escapeTerminal(selectors);
+    expect(shown).toBe('Upgrade\\u{e0139}\\u{e0137}\\u{e013e}\\u{e013f}\\u{e0142}\\u{e0135}\\ufe00\\ufe0f\\ufe0e pnpm\\u3164\\u206a\\u034f\\ufe01');
+    expect(JSON.parse(escapeJsonText(JSON.stringify({ claim: selectors })))).toEqual({ claim: selectors });
+    expect(escapeJsonText(JSON.stringify({ claim: selectors }))).toMatch(/^[\x20-\x7e]*$/);
+    expect(escapeTerminal('I ❤️ it ✔︎')).toBe('I ❤️ it ✔︎');
     // What writing needs stays: joiners in emoji and Persian, accents, CJK.
     expect(escapeTerminal('👩‍💻 می‌خواهم é 日本')).toBe('👩‍💻 می‌خواهم é 日本');
   });

@@ -628,6 +628,21 @@ describe('file store: nothing outside the store, nothing that blocks', () => {
     expect(readFileSync(path.join(outside, 'proposals', `${ID}.json`), 'utf8')).toBe(before);
   });
 
+  it('a claim released after its directory was swapped for a link to another removes nothing there (only its own link)', async () => {
+    const store = make();
+    await seed(store);
+    const claimed = await store.claim('judge', { keys: [ID] }, 1, 60_000);
+    expect(claimed.leases).toHaveLength(1);
+    const outside = tempDir('pipeline-outside-');
+    const claims = path.join(store.location, '.claims', 'judge');
+    renameSync(claims, path.join(outside, 'moved'));
+    mkdirSync(path.join(outside, 'decoy'));
+    writeFileSync(path.join(outside, 'decoy', ID), 'precious');
+    symlinkSync(path.join(outside, 'decoy'), claims);
+    await store.release(claimed.leases);
+    expect(readFileSync(path.join(outside, 'decoy', ID), 'utf8')).toBe('precious');
+  });
+
   it('never blocks on a FIFO planted as a lock, a claim or an owner file: it is taken over like a dead holder’s', { timeout: 10_000 }, async () => {
     const store = make();
     const version = await seed(store);
