@@ -42,6 +42,18 @@ export class PipelineError extends Error {
   }
 }
 
+/**
+ * Work another live process holds past the wait (a command stopped mid-commit): nothing was done,
+ * and it is worth trying again — exit 2, never an internal error; a batch run leaves the unit for
+ * a retry, as one another run holds (`code` stays `EBUSY`, as a file system says it).
+ */
+export class Busy extends PipelineError {
+  constructor(message: string) {
+    super('EBUSY', message, { exitCode: EXIT.unjudged, hint: 'another process holds it: run this again once that process is done' });
+    this.name = 'Busy';
+  }
+}
+
 /** Render an issue as `file:line:col: message` (plus an indented hint line). */
 export function formatIssue(issue: Issue): string {
   const where = issue.file ? (issue.line !== undefined ? `${issue.file}:${issue.line}:${issue.col ?? 1}: ` : `${issue.file}: `) : '';

@@ -38,6 +38,8 @@ export const GLOBAL_OPTION_NAMES = ['dir', 'store', 'json', 'help'];
 export const REVIEW_ARGUMENT_TYPES = ['string', 'number', 'integer', 'boolean'];
 /** Audit events the engine records itself. */
 export const ENGINE_EVENTS = ['create', 'promote'];
+/** Directories of the store that are not collections of entries (a promote `write`, a move). */
+const RESERVED_COLLECTIONS = ['proposals', 'cache'];
 /** A store collection's name, as the machine schema spells `move`. */
 const COLLECTION = /^[a-z][a-z0-9_-]*$/;
 
@@ -121,6 +123,20 @@ function checkPipeline({ def, schemas, sources }: Context, out: Collector): void
       );
   }
   if (!schemas.has(def.proposal.schema)) out.unknown(main, ['proposal', 'schema'], 'schema', def.proposal.schema, schemas.names(), 'declared under schemas:');
+  // The fields a proposal is made of: the engine's own (`id`, `status`) and the three named here,
+  // each a field of its own (a payload named `status` made every proposal unreadable).
+  const named = new Map<string, string>([
+    ['id', 'the id'],
+    ['status', 'the status'],
+  ]);
+  for (const key of ['key', 'payload', 'created'] as const) {
+    const field = def.proposal[key];
+    if (field === undefined) continue;
+    const taken = named.get(field);
+    if (taken !== undefined)
+      out.error(main, ['proposal', key], 'config.proposal_field', `proposal.${key} "${field}" is ${taken}'s field too`, 'name a field of its own');
+    else named.set(field, `proposal.${key}`);
+  }
   const secrets = Object.keys(def.secrets ?? {});
   for (const [name, provider] of Object.entries(def.providers ?? {})) {
     if (provider.kind === 'checks') {
@@ -277,6 +293,19 @@ function checkMachine({ def, machine, schemas, sources }: Context, out: Collecto
       }
       if (op.set !== undefined) out.expressions(src, [...at, 'to'], op.to, { allow: ['$field', '$arg', '$now', '$value', '$template', '$count', '$lookup'] });
       // The schema types `to` once for set (any value) and move alike; a move's `to` is a collection like its `move`.
+      for (const [key, collection] of [
+        ['move', op.move],
+        ['to', op.move !== undefined ? op.to : undefined],
+      ] as const) {
+        if (typeof collection === 'string' && RESERVED_COLLECTIONS.includes(collection))
+          out.error(
+            src,
+            [...at, key],
+            'config.collection',
+            `"${collection}" is reserved by the store, not a collection of entries`,
+            'e.g. { move: approved, to: archived }',
+          );
+      }
       if (op.move !== undefined && (typeof op.to !== 'string' || !COLLECTION.test(op.to))) {
         out.error(
           src,
@@ -439,10 +468,19 @@ function checkJudge(context: Context, stage: JudgeStageDef, src: SourceFile | un
   }
   // A jury's two answers must lead apart: were a failing verdict to reach the state a passing one
   // does, the promotion that follows would put what the jury refused into the pool.
+  // A guarded transition may route by the verdict itself (`args.verdict.passed`): only unguarded
+  // ones surely take any verdict where they lead.
   const targetsOf = (event: string) =>
-    new Set(transitions.filter((t) => t.from === stage.from && t.event === event && t.target !== undefined).map((t) => t.target!));
+    new Set(transitions.filter((t) => t.from === stage.from && t.event === event && t.target !== undefined && t.guards.length === 0).map((t) => t.target!));
   const failTargets = targetsOf(stage.events.fail);
-  const shared = [...targetsOf(stage.events.pass)].find((target) => failTargets.has(target));
+  // One event for both: the verdicts part only by guards — with none, both go to its first target.
+  const routed = transitions.some((t) => t.from === stage.from && t.event === stage.events.fail && t.guards.length > 0);
+  const shared =
+    stage.events.pass === stage.events.fail
+      ? routed
+        ? undefined
+        : [...failTargets][0]
+      : [...targetsOf(stage.events.pass)].find((target) => failTargets.has(target));
   if (shared !== undefined)
     out.error(
       src,
@@ -541,7 +579,7 @@ function checkPromote(context: Context, stage: PromoteStageDef, src: SourceFile 
         );
       }
     }
-    if (outcome.write !== undefined && ['proposals', 'cache'].includes(outcome.write))
+    if (outcome.write !== undefined && RESERVED_COLLECTIONS.includes(outcome.write))
       out.error(src, [...at, 'write'], 'config.collection', `"${outcome.write}" is reserved by the store`);
   }
 }

@@ -46,8 +46,13 @@ export function typedArgument(schema: Record<string, unknown>, text: string): { 
       return /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(text) && Number.isFinite(Number(text))
         ? { ok: true, value: Number(text) }
         : { ok: false, why: `must be a number, ${got}` };
-    default:
-      return { ok: true, value: text };
+    default: {
+      // No type, but a list of values (or one): the text names one of them, whatever its type
+      // (`enum: [1, 2, 3]` takes `--level 2` as the number 2).
+      const choices = Array.isArray(schema['enum']) ? (schema['enum'] as unknown[]) : Object.hasOwn(schema, 'const') ? [schema['const']] : [];
+      const named = choices.find((choice) => choice !== null && typeof choice !== 'object' && String(choice) === text);
+      return { ok: true, value: named ?? text };
+    }
   }
 }
 

@@ -15,7 +15,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, linkSync, lstatSync, mkdirSync, promises as fs, readdirSync, type Stats, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { PipelineError } from '../errors.js';
+import { Busy, PipelineError } from '../errors.js';
 import { systemReason } from './failures.js';
 import { fsyncDir, groupSync, install, NotRegularFile, unlinkQuietly, writeFileAtomic, writeTemp } from '../util/atomic-write.js';
 import { sweepTempSupplies, useTempSupply } from '../util/temp-supply.js';
@@ -558,7 +558,7 @@ export class FileStore implements Store {
       }
       // A directory planted where the lock belongs is never anyone's lock and cannot be taken over.
       if (lstatSync(file, { throwIfNoEntry: false })?.isDirectory()) throw new NotRegularFile(file, 'a directory');
-      if (Date.now() - start > 15_000) throw Object.assign(new Error(`${id} is locked by another process for over 15 s`), { code: 'EBUSY' });
+      if (Date.now() - start > 15_000) throw new Busy(`${id} is locked by another process for over 15 s; nothing was written`);
       await sleep(delay + Math.random() * delay);
       delay = Math.min(delay * 2, 50);
     }

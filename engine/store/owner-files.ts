@@ -17,6 +17,7 @@
  */
 import { closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, statSync, utimesSync } from 'node:fs';
 import path from 'node:path';
+import { Busy } from '../errors.js';
 import { unlinkQuietly, writeAll } from '../util/atomic-write.js';
 import { isRealDirectory, readRegular } from './files.js';
 import { isAlive, newIdentity, SELF, type ProcessIdentity } from './process-identity.js';
@@ -300,9 +301,7 @@ export class OwnerFiles {
       const held = this.tryAcquire(file);
       if (held) return held;
       if (Date.now() - start > timeoutMs) {
-        throw Object.assign(new Error(`${path.basename(file)} is busy (held by another process for over ${Math.round(timeoutMs / 1000)} s)`), {
-          code: 'EBUSY',
-        });
+        throw new Busy(`${path.basename(file)} is busy (held by another process for over ${Math.round(timeoutMs / 1000)} s)`);
       }
       await sleep(delay + Math.random() * delay);
       delay = Math.min(delay * 2, 50);

@@ -57,6 +57,23 @@ describe('review arguments of a declared type', () => {
     expect(proposalJson(store, id)['status']).toBe('passed');
   });
 
+  it('reads an untyped enum or const by the value its text names: `--level 2` is the number 2, `--flag true` the boolean', async () => {
+    const pipelineDir = editedPipeline({
+      'stages/review.yaml': (yaml) =>
+        yaml.replace(
+          "      reason: { type: string, description: 'why, in a few words', examples: [not worth sharing] }\n",
+          "      reason: { type: string, description: 'why, in a few words', examples: [not worth sharing] }\n      level: { enum: [1, 2, 3] }\n      flag: { const: true }\n",
+        ),
+    });
+    const store = path.join(tempDir(), 'store');
+    const id = await proposed(pipelineDir, store);
+    const refused = await runIn(['--dir', pipelineDir, '--store', store, 'pass', id, '--level', '4'], {});
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('--level must be one of 1, 2 or 3, got "4"');
+    const passed = await runIn(['--dir', pipelineDir, '--store', store, 'pass', id, '--level', '2', '--flag', 'true'], {});
+    expect(passed).toMatchObject({ code: 0, stderr: '' });
+  });
+
   it('refuses text that is not of the type, naming the option and what was typed, writing nothing', async () => {
     const pipelineDir = dir();
     const store = path.join(tempDir(), 'store');

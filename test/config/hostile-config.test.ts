@@ -166,6 +166,24 @@ describe('a judge stage whose verdicts lead apart', () => {
       `stages/judge.yaml:${line}:32: pass and fail are both "approve": a failing verdict would lead where a passing one does ("approved")\n  hint: give fail an event that leads to another state (e.g. reject → rejected)`,
     ]);
     const converging = await loadEdited('machines/lesson.yaml', (yaml) => yaml.replace(/( {6}reject:\n {8}target: )rejected/, '$1approved'));
+    // One event whose guards route by the verdict is not refused: a guard may read `args.verdict.passed`.
+    const dir = editedPipeline({
+      'machines/lesson.yaml': (yaml) =>
+        yaml
+          .replace(
+            '      reject:\n        target: rejected\n',
+            '      decide:\n        - { target: approved, guard: verdict_passed, actions: [record_verdict] }\n        - { target: rejected, actions: [record_verdict] }\n      reject:\n        target: rejected\n',
+          )
+          .replace(
+            'guards:\n',
+            'guards:\n  verdict_passed:\n    message: the verdict did not pass\n    schema: { properties: { args: { properties: { verdict: { properties: { passed: { const: true } } } } } } }\n',
+          ),
+      'stages/judge.yaml': (yaml) => yaml.replace('events: { pass: approve, fail: reject }', 'events: { pass: decide, fail: decide }'),
+    });
+    const routed = buildPipeline(dir, readConfigTexts(dir, {}), {}, await configValidators(), { full: true }).issues.filter(
+      (issue) => issue.severity === 'error',
+    );
+    expect(routed.map(formatIssue)).toEqual([]);
     expect(converging).toContainEqual(
       expect.stringMatching(
         /^stages\/judge\.yaml:\d+:32: "approve" and "reject" both lead from "confirmed" to "approved": a failing verdict would lead where a passing one does\n/,
@@ -252,5 +270,20 @@ describe('shapes a person gets wrong', () => {
     );
     expect(text.join('\n')).toContain('{increment, by?}');
     expect(text.join('\n')).toContain('{move, to}');
+  });
+});
+
+describe('review found in the fixes (helper 60)', () => {
+  it('refuses a move into or out of a directory the store reserves, and proposal fields that overlap', async () => {
+    const moved = await loadEdited('machines/lesson.yaml', (yaml) => yaml.replace('{ move: approved, to: archived }', '{ move: approved, to: proposals }'));
+    expect(moved).toEqual([expect.stringMatching(/^machines\/lesson\.yaml:\d+:\d+: "proposals" is reserved by the store, not a collection of entries\n/)]);
+    const line = lineOf('pipeline.yaml', '  payload: candidate');
+    const fields = await loadEdited('pipeline.yaml', (yaml) =>
+      yaml.replace('  payload: candidate', '  payload: status').replace('  created: created_at', '  created: artifact_id'),
+    );
+    expect(fields).toEqual([
+      `pipeline.yaml:${line}:12: proposal.payload "status" is the status's field too\n  hint: name a field of its own`,
+      expect.stringMatching(/^pipeline\.yaml:\d+:12: proposal\.created "artifact_id" is proposal\.key's field too\n/),
+    ]);
   });
 });

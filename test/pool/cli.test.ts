@@ -54,6 +54,12 @@ describe('pool outcome', () => {
     }
   });
 
+  it('refuses --undo of a counter the pool counts as 0 (a hand-made 1.5), as of a 0', async () => {
+    const id = await t.inUse();
+    writeFileSync(entry('proposals', id), `${JSON.stringify({ ...proposalJson(t.storeDir, id), hit_count: 1.5 }, null, 2)}\n`);
+    await refusedWritingNothing(['outcome', id, 'hit', '--undo'], /there is no hit to take back/);
+  });
+
   it('counts hits and misses on the proposal, stamps last_outcome_at, and records result, consumer and session in the audit row', async () => {
     const id = await t.inUse();
     const entryBefore = readFileSync(entry('approved', id));

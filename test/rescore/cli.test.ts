@@ -160,6 +160,15 @@ describe('pipeline rescore', () => {
     }
   });
 
+  it('places a byte that is not UTF-8 at its line and column in the rubric file', async () => {
+    const storeDir = (await testEngine()).storeDir;
+    const file = path.join(tempDir('pipeline-rubrics-'), 'latin1.yaml');
+    writeFileSync(file, Buffer.from('id: lesson-promotion\ndescription: caf\u00e9\n', 'latin1'));
+    const result = await rescore(storeDir, '--rubric', file);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`${path.normalize(file)}:2:17: cannot read ${path.normalize(file)}: it is not UTF-8 text (byte 0xE9 at line 2, column 17)`);
+  });
+
   it('is a usage error without --rubric', async () => {
     const result = await rescore((await testEngine()).storeDir);
     expect(result.code).toBe(1);

@@ -19,7 +19,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { Engine } from '../../engine/engine.js';
 import { Providers } from '../../engine/providers/index.js';
-import { EXIT } from '../../engine/errors.js';
+import { Busy, EXIT } from '../../engine/errors.js';
 import { runBatch, type StageRun } from '../../engine/runner/driver.js';
 import { exitCodeOfRun } from '../../engine/runner/summary.js';
 import { findReviewCommand, runReviewCommand } from '../../engine/stages/review.js';
@@ -52,7 +52,7 @@ describe('a unit another live process holds past the wait', () => {
     const stage = t.pipeline.stages.find((each) => each.kind === 'judge')!;
     const notes: string[] = [];
     const kind = recordsKind(['a', 'b'], async (unit) => {
-      if (unit === 'b') throw Object.assign(new Error('b is locked by another process for over 15 s'), { code: 'EBUSY' });
+      if (unit === 'b') throw new Busy('b is locked by another process for over 15 s');
       return { outcome: 'done' };
     });
     const summary = await runBatch(t.engine, stage, kind, quietRun({ note: (line) => notes.push(line), heldGraceMs: 0 }));

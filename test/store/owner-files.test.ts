@@ -166,7 +166,13 @@ describe('OwnerFiles', () => {
     await held.release();
     await waiting;
     expect(second.holds(lock)).toBe(true);
-    await expect(first.acquire(lock, 0)).rejects.toMatchObject({ code: 'EBUSY', message: 'lock is busy (held by another process for over 0 s)' });
+    // A refusal worth retrying (exit 2) with what to do, never an internal error.
+    await expect(first.acquire(lock, 0)).rejects.toMatchObject({
+      code: 'EBUSY',
+      exitCode: 2,
+      message: 'lock is busy (held by another process for over 0 s)',
+      hint: 'another process holds it: run this again once that process is done',
+    });
   });
 });
 

@@ -16,6 +16,7 @@ import { isObject } from '../../util/json-path.js';
 import { listWords } from '../../util/suggest.js';
 import { UsageError } from '../args.js';
 import type { Context } from '../context.js';
+import type { Unreadable } from '../../config/config-file.js';
 import { readNamedFile } from '../../util/named-file.js';
 
 /** Far past any rubric (a few hundred bytes of YAML). */
@@ -39,7 +40,7 @@ async function readRubrics(context: Context, files: readonly string[]): Promise<
     const file = path.normalize(given);
     // A rubric is a few hundred bytes: a FIFO, a device or a file of hundreds of MB is refused, never waited on or read whole.
     const read = readNamedFile(path.resolve(context.io.cwd, given), RUBRIC_MAX_BYTES, { strict: true });
-    const text: string | { error: string } = read.ok ? read.text : { error: read.why };
+    const text: string | Unreadable = read.ok ? read.text : { error: read.why, ...(read.line !== undefined ? { line: read.line, col: read.col ?? 1 } : {}) };
     const checked = checkYamlFile<Rubric>(file, text, validators.rubric, context.io.env);
     issues.push(...checked.issues);
     if (checked.data && checked.issues.length === 0) rubrics.push({ file, rubric: withRubricDefaults(checked.data) });
