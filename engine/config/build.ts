@@ -59,7 +59,8 @@ function registerSchemas(registry: SchemaRegistry, def: PipelineDef, texts: Conf
     sources.schemas.set(name, relative);
     let schema: Record<string, unknown>;
     try {
-      schema = JSON.parse(text) as Record<string, unknown>;
+      // A byte-order mark is no part of the JSON (editors on some systems write one; YAML files may have one too).
+      schema = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text) as Record<string, unknown>;
     } catch (error) {
       const at = jsonPosition(text, error as Error);
       issues.push({ code: 'config.json_syntax', severity: 'error', file: relative, ...at, message: `invalid JSON: ${(error as Error).message}` });

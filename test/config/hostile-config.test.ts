@@ -231,6 +231,10 @@ describe('a JSON Schema file', () => {
     ]);
   });
 
+  it('may start with a byte-order mark, as a YAML file may', async () => {
+    expect(await loadEdited('schemas/confirmed.schema.json', (json) => `\ufeff${json}`)).toEqual([]);
+  });
+
   it('that breaks the meta-schema is an error at the keyword, in ajv’s words', async () => {
     const text = await loadEdited('schemas/confirmed.schema.json', (json) => json.replace('"type": "object",', '"type": "objekt",'));
     const line = lineOf('schemas/confirmed.schema.json', '"type": "object",');
