@@ -63,8 +63,13 @@ function readOwner(file: string): Partial<ProcessIdentity> | null | undefined {
  * found where a directory of the store was swapped for a link to another, is never removed.
  */
 function removeIfOwn(file: string, own: { dev: number; ino: number }): void {
+  if (isInode(file, own)) unlinkQuietly(file);
+}
+
+/** Is `file` (not followed if a link) the regular file `own` names? */
+function isInode(file: string, own: { dev: number; ino: number }): boolean {
   const stat = lstatSync(file, { throwIfNoEntry: false });
-  if (stat?.isFile() && stat.ino === own.ino && stat.dev === own.dev) unlinkQuietly(file);
+  return stat?.isFile() === true && stat.ino === own.ino && stat.dev === own.dev;
 }
 
 const ownFiles = new Map<string, { dev: number; ino: number }>();
@@ -221,8 +226,7 @@ export class OwnerFiles {
 
   /** Is `file` still this process's owner inode (not one found through a directory swapped for a link)? */
   private isOwn(file: string): boolean {
-    const stat = lstatSync(file, { throwIfNoEntry: false });
-    return stat?.isFile() === true && stat.ino === this.ino && stat.dev === this.dev;
+    return isInode(file, { dev: this.dev, ino: this.ino });
   }
 
   /** Renew now (a caller about to start a long call may want a fresh lease). */
