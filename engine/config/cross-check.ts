@@ -270,17 +270,17 @@ function checkMachine({ def, machine, schemas, sources }: Context, out: Collecto
         ['restore', op.restore, true],
         ['from', op.restore !== undefined ? op.from : undefined, true],
       ] as const;
-      for (const [key, path, writes] of paths) {
-        if (path === undefined) continue;
-        const problem = fieldPathProblem(path);
+      for (const [key, fieldPath, writes] of paths) {
+        if (fieldPath === undefined) continue;
+        const problem = fieldPathProblem(fieldPath);
         if (problem) out.error(src, [...at, key], 'config.field_path', `${key}: ${problem}`, 'a field path is names joined by dots, e.g. candidate.applies_to');
-        const field = path.split('.')[0]!;
+        const field = fieldPath.split('.')[0]!;
         if (!problem && writes && kept.has(field))
           out.error(
             src,
             [...at, key],
             'config.reserved_field',
-            `an effect cannot ${key === 'into' || key === 'restore' ? 'write' : key === 'from' ? 'remove' : key} "${path}": the engine keeps ${kept.get(field)}`,
+            `an effect cannot ${key === 'into' || key === 'restore' ? 'write' : key === 'from' ? 'remove' : key} "${fieldPath}": the engine keeps ${kept.get(field)}`,
             'keep what you need in a field of your own',
           );
       }
