@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Issue } from '../errors.js';
 import { checkExpression, type ExprRules } from '../expr/check.js';
 import { checkPool } from '../pool/config.js';
+import { RESERVED_COLLECTIONS } from '../store/journal.js';
 import { flattenTransitions, normalizeTransitions, reachableStates } from '../lifecycle/machine.js';
 import { isObject } from '../util/json-path.js';
 import { didYouMean, listWords } from '../util/suggest.js';
@@ -38,8 +39,6 @@ export const GLOBAL_OPTION_NAMES = ['dir', 'store', 'json', 'help'];
 export const REVIEW_ARGUMENT_TYPES = ['string', 'number', 'integer', 'boolean'];
 /** Audit events the engine records itself. */
 export const ENGINE_EVENTS = ['create', 'promote'];
-/** Directories of the store that are not collections of entries (a promote `write`, a move). */
-const RESERVED_COLLECTIONS = ['proposals', 'cache'];
 /** A store collection's name, as the machine schema spells `move`. */
 const COLLECTION = /^[a-z][a-z0-9_-]*$/;
 

@@ -7,6 +7,7 @@
 import type { Issue } from '../errors.js';
 import type { MachineDef, PipelineDef } from '../config/types.js';
 import { flattenTransitions } from '../lifecycle/machine.js';
+import { RESERVED_COLLECTIONS } from '../store/journal.js';
 import { didYouMean, listWords } from '../util/suggest.js';
 
 /** The `pool:` section as written. */
@@ -124,7 +125,7 @@ export function checkPool(
     at(['show', key], 'config.pool_show', `"${key}" is a key every pool top row has already`, `choose another name; taken: ${TOP_KEYS.join(', ')}`);
   }
   const receipts = def.prune?.receipts;
-  if (receipts !== undefined && ['proposals', 'cache'].includes(receipts)) {
+  if (receipts !== undefined && RESERVED_COLLECTIONS.includes(receipts)) {
     at(['prune', 'receipts'], 'config.collection', `"${receipts}" is reserved by the store`);
   } else if (receipts !== undefined && collections.includes(receipts)) {
     at(

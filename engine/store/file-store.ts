@@ -37,7 +37,7 @@ import {
   sweepTemps,
   TooLarge,
 } from './files.js';
-import { assertCollectionName, COLLECTION_NAME, readIntents, Journal, type EntryIntent, type Intent } from './journal.js';
+import { assertCollectionName, COLLECTION_NAME, RESERVED_COLLECTIONS, readIntents, Journal, type EntryIntent, type Intent } from './journal.js';
 import { LedgerIndex } from './ledger-index.js';
 import { ownerFileName, OwnerFiles, type Held } from './owner-files.js';
 import { isAlive, type ProcessIdentity } from './process-identity.js';
@@ -78,7 +78,6 @@ export interface FileStoreOptions {
 }
 
 const AUDIT_FILE = 'events.jsonl';
-const RESERVED = new Set(['proposals', 'cache']);
 const DOCUMENT_NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,200}$/;
 const STAGE_NAME = /^[a-z][a-z0-9_-]*$/;
 
@@ -89,7 +88,7 @@ function assertId(id: string): void {
 
 function assertCollection(collection: string): void {
   assertCollectionName(collection);
-  if (RESERVED.has(collection)) throw new Error(`invalid collection name: ${JSON.stringify(collection)}`);
+  if (RESERVED_COLLECTIONS.includes(collection)) throw new Error(`invalid collection name: ${JSON.stringify(collection)}`);
 }
 
 function keyFileName(key: string): string {
@@ -829,7 +828,7 @@ export class FileStore implements Store {
     for (const ledger of Object.keys(this.ledgers)) for await (const row of this.ledger(ledger)) yield { kind: 'ledger', ledger, row };
     const names = existsSync(this.location) ? readdirSync(this.location, { withFileTypes: true }) : [];
     for (const dir of names
-      .filter((entry) => entry.isDirectory() && COLLECTION_NAME.test(entry.name) && !RESERVED.has(entry.name))
+      .filter((entry) => entry.isDirectory() && COLLECTION_NAME.test(entry.name) && !RESERVED_COLLECTIONS.includes(entry.name))
       .map((entry) => entry.name)
       .sort()) {
       for (const name of readdirSync(path.join(this.location, dir)).sort()) {

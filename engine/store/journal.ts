@@ -17,6 +17,8 @@ import { isObject } from '../util/json-path.js';
 
 /** A collection of pool entries (a directory of the store): the store refuses any other name. */
 export const COLLECTION_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
+/** Directories of the store that are never a collection of entries (a promote's `write`, a move, prune receipts). */
+export const RESERVED_COLLECTIONS: readonly string[] = ['proposals', 'cache'];
 
 /** Throw unless `collection` is a name a collection may have. */
 export function assertCollectionName(collection: string): void {
