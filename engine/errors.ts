@@ -45,13 +45,21 @@ export class PipelineError extends Error {
 /**
  * Work another live process holds past the wait (a command stopped mid-commit): nothing was done,
  * and it is worth trying again — exit 2, never an internal error; a batch run leaves the unit for
- * a retry, as one another run holds (`code` stays `EBUSY`, as a file system says it).
+ * a retry, as one another run holds (`isBusy`).
  */
 export class Busy extends PipelineError {
   constructor(message: string) {
     super('EBUSY', message, { exitCode: EXIT.unjudged, hint: 'another process holds it: run this again once that process is done' });
     this.name = 'Busy';
   }
+}
+
+/**
+ * Is `error` a `Busy` (by its name: a second copy of the engine in the process — a bundle beside
+ * the modules — has a class of its own)? A file system's own EBUSY is not: nothing holds the work.
+ */
+export function isBusy(error: unknown): boolean {
+  return error instanceof Error && error.name === 'Busy';
 }
 
 /** Render an issue as `file:line:col: message` (plus an indented hint line). */

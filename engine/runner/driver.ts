@@ -14,7 +14,7 @@
  * turn of the event loop: the unit that took the slot sends its requests first.
  */
 import pLimit from 'p-limit';
-import { Busy, EXIT, PipelineError } from '../errors.js';
+import { EXIT, isBusy, PipelineError } from '../errors.js';
 import type { Engine } from '../engine.js';
 import type { StageDef } from '../config/types.js';
 import type { Lease, Query, Queue } from '../store/types.js';
@@ -223,7 +223,7 @@ export async function runBatch<T>(engine: Engine, stage: StageDef, kind: StageRu
       const message = error instanceof Error ? error.message : String(error);
       // Held by another live process past the wait (a command stopped mid-commit): not a refusal
       // of this unit, but work left for a retry, as one another run holds (SPEC §4, exit 2).
-      const held = error instanceof Busy || (error as { code?: unknown } | null)?.code === 'EBUSY';
+      const held = isBusy(error);
       record(
         summary,
         lease.key,

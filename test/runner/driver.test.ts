@@ -62,6 +62,17 @@ describe('a unit another live process holds past the wait', () => {
     expect(notes).toContain('b: b is locked by another process for over 15 s — left for a retry (run again once that process is done)');
     expect(exitCodeOfRun([summary])).toBe(EXIT.unjudged);
   });
+
+  it('a file system’s own EBUSY is a refusal: no other process holds the work', async () => {
+    const t = await testEngine();
+    const stage = t.pipeline.stages.find((each) => each.kind === 'judge')!;
+    const kind = recordsKind(['a'], async () => {
+      throw Object.assign(new Error('EBUSY: resource busy or locked, rename'), { code: 'EBUSY' });
+    });
+    const summary = await runBatch(t.engine, stage, kind, quietRun({ heldGraceMs: 0 }));
+    expect(summary.refused).toEqual(['a']);
+    expect(summary.counts['held_by_another_run'] ?? 0).toBe(0);
+  });
 });
 
 describe('a run with nothing selected', () => {
